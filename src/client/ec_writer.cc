@@ -1,0 +1,128 @@
+#include "client/ec_writer.h"
+
+#include <cstring>
+
+namespace rustfs::client {
+
+EcWriter::EcWriter(DssPool& dss, MdsClient& mds, EcReader& reader)
+    : dss_(dss),
+      mds_(mds),
+      reader_(reader),
+      bytes_written_(GetCounter("client.shard_bytes_written")),
+      rmw_bytes_read_(GetCounter("client.rmw_bytes_read")) {}
+
+Status EcWriter::FlushChunk(FileState& st, uint64_t index, const DirtyChunk& d, bool grow_size) {
+  constexpr int kAttempts = 5;
+  Status last;
+  for (int i = 0; i < kAttempts; i++) {
+    last = WriteOnce(st, index, d, grow_size);
+    if (last.code() != Code::kStale) return last;
+  }
+  return last;
+}
+
+Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, bool grow_size) {
+  const layout::EcGeometry& g = st.geo;
+  pb::AllocateChunkReq areq;
+  areq.set_ino(st.ino);
+  areq.set_index(index);
+  auto alloc = mds_.Call<pb::AllocateChunkReply>(pb::M_ALLOCATE_CHUNK, areq);
+  if (!alloc) return alloc.error();
+  const uint64_t base = alloc->base_version();
+  const pb::ChunkEntry& fresh = alloc->chunk();
+
+  // The base we read old rows from must be the version the MDS will check.
+  pb::ChunkEntry base_entry;
+  if (base != 0) {
+    auto it = st.chunks.find(index);
+    if (it != st.chunks.end() && it->second.version() == base) {
+      base_entry = it->second;
+    } else {
+      pb::GetChunkMapReq mreq;
+      mreq.set_ino(st.ino);
+      mreq.set_offset(index * g.chunk_size);
+      mreq.set_length(g.chunk_size);
+      auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, mreq);
+      if (!m) return m.error();
+      if (m->chunks_size() != 1 || m->chunks(0).version() != base)
+        return {Code::kStale, "chunk changed while flushing"};
+      base_entry = m->chunks(0);
+    }
+  }
+
+  // Rows to rewrite. A new chunk is written from row 0 so every shard's
+  // data is contiguous and fully checksummed (holes read as zeros).
+  const uint64_t R = g.row_bytes(), S = g.stripe_unit;
+  uint64_t row0 = base ? d.ranges.min() / R : 0;
+  uint64_t row1 = (d.ranges.max() - 1) / R;
+  uint64_t nrows = row1 - row0 + 1;
+  std::string rows(nrows * R, '\0');
+
+  if (base != 0) {
+    std::vector<ReadExtent> old;
+    for (uint64_t r = row0; r <= row1; r++)
+      if (!d.ranges.Covers(r * R, (r + 1) * R))
+        old.push_back({&base_entry, r * R, R, rows.data() + (r - row0) * R});
+    if (!old.empty()) {
+      RUSTFS_RETURN_IF_ERROR(reader_.Read(st.ino, g, old));
+      rmw_bytes_read_.Add(old.size() * R);
+    }
+  }
+  for (auto [s, e] : d.ranges.intervals())
+    std::memcpy(rows.data() + (s - row0 * R), d.data.data() + s, e - s);
+
+  // Shard images of the rows: data shard j's row r is chunk bytes
+  // [r*R + j*S, r*R + (j+1)*S), i.e. contiguous inside the row buffer.
+  const uint32_t n = g.k + g.m;
+  std::vector<std::string> shards(n, std::string(nrows * S, '\0'));
+  auto codec = reader_.Codec(g.k, g.m);
+  if (!codec) return codec.error();
+  std::vector<const uint8_t*> data(g.k);
+  std::vector<uint8_t*> parity(g.m);
+  for (uint64_t r = 0; r < nrows; r++) {
+    for (uint32_t j = 0; j < g.k; j++) {
+      std::memcpy(shards[j].data() + r * S, rows.data() + r * R + j * S, S);
+      data[j] = reinterpret_cast<const uint8_t*>(shards[j].data() + r * S);
+    }
+    for (uint32_t p = 0; p < g.m; p++)
+      parity[p] = reinterpret_cast<uint8_t*>(shards[g.k + p].data() + r * S);
+    (*codec)->Encode(data, parity, S);
+  }
+
+  std::vector<net::PendingCall> calls;
+  for (uint32_t s = 0; s < n; s++) {
+    net::RpcChannel* ch = dss_.Get(fresh.dss(s));
+    if (!ch) return Unavailable("unknown DSS " + std::to_string(fresh.dss(s)));
+    pb::WriteShardReq w;
+    *w.mutable_key() = MakeShardKey(st.ino, fresh, s);
+    w.set_base_version(base);
+    w.set_offset(row0 * S);
+    w.set_capacity(g.shard_capacity());
+    calls.push_back(ch->Start(pb::M_WRITE_SHARD, w, shards[s]));
+  }
+  Status first_error;
+  for (uint32_t s = 0; s < n; s++) {
+    auto r = calls[s].Wait();
+    if (!r && first_error.ok())
+      first_error = Status(r.error().code(), "write shard " + std::to_string(s) + " to DSS " +
+                               std::to_string(fresh.dss(s)) + ": " + r.error().message());
+    if (r) bytes_written_.Add(shards[s].size());
+  }
+  // Nothing is published, so the old version stays readable; the shards
+  // already written are orphans of an unpublished version.
+  if (!first_error.ok()) return first_error;
+
+  pb::CommitChunkReq c;
+  c.set_ino(st.ino);
+  *c.mutable_chunk() = fresh;
+  c.set_base_version(base);
+  if (grow_size) c.set_size_at_least(index * g.chunk_size + d.ranges.max());
+  auto attr = mds_.Call<pb::AttrReply>(pb::M_COMMIT_CHUNK, c);
+  if (!attr) return attr.error();
+  st.chunks[index] = fresh;
+  st.attr.set_mtime_ns(attr->attr().mtime_ns());
+  st.attr.set_ctime_ns(attr->attr().ctime_ns());
+  return Status::Ok();
+}
+
+}  // namespace rustfs::client

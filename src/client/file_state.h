@@ -1,0 +1,50 @@
+// What the client holds for one open inode: attributes, the chunk map
+// (fetched whole at open, LLD-002 §1.1) and writes not yet published.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <shared_mutex>
+#include <string>
+
+#include "layout/layout.h"
+#include "rustfs.pb.h"
+
+namespace rustfs::client {
+
+// Disjoint, non-touching [start, end) intervals.
+class IntervalSet {
+ public:
+  void Add(uint64_t start, uint64_t end);
+  bool Covers(uint64_t start, uint64_t end) const;
+  bool Overlaps(uint64_t start, uint64_t end) const;
+  bool empty() const { return m_.empty(); }
+  uint64_t min() const { return m_.begin()->first; }
+  uint64_t max() const { return m_.rbegin()->second; }
+  const std::map<uint64_t, uint64_t>& intervals() const { return m_; }
+
+ private:
+  std::map<uint64_t, uint64_t> m_;  // start -> end
+};
+
+// Buffered writes to one chunk: `data` is the chunk's image (chunk_size
+// bytes), valid where `ranges` says.
+struct DirtyChunk {
+  std::string data;
+  IntervalSet ranges;
+};
+
+struct FileState {
+  uint64_t ino = 0;
+  // Readers share it; writers, flushes and truncates hold it exclusively.
+  std::shared_mutex mu;
+  pb::Attr attr;  // attr.size() includes buffered writes
+  layout::EcGeometry geo;
+  std::map<uint64_t, pb::ChunkEntry> chunks;  // by chunk index; absent = hole
+  std::map<uint64_t, DirtyChunk> dirty;       // by chunk index
+  int opens = 0;                              // guarded by the client's table lock
+};
+
+layout::EcGeometry GeometryOf(const pb::Layout& l);
+
+}  // namespace rustfs::client

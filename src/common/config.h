@@ -1,0 +1,124 @@
+// Cluster and random-read configuration: /etc/rustfs/random-read.toml, or the
+// file named by --config. Sections and keys are LLD-002 §7's, plus what a
+// cluster needs ([mds], [[dss]], [layout], [client]). Every key has an
+// embedded default, so an empty file is a valid single-host config.
+//
+// Loading is strict: an unknown section or key, a value of the wrong type, a
+// bad unit ("64KB"), a zero or negative size, or a layout that cannot be
+// placed (K+M larger than the number of DSS) is refused with a message that
+// names the key and the value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/units.h"
+
+namespace rustfs {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/rustfs/random-read.toml";
+
+struct DssEndpointConfig {
+  std::string address;   // "host:port" the DSS listens on and clients dial
+  std::string data_dir;  // folder holding this DSS's shard files
+
+  bool operator==(const DssEndpointConfig&) const = default;
+};
+
+struct Config {
+  struct Mds {
+    std::string address = "127.0.0.1:9400";
+    std::string data_dir = "/var/lib/rustfs/mds";
+    uint32_t heartbeat_timeout_ms = 5000;  // a DSS silent this long is down
+    bool operator==(const Mds&) const = default;
+  } mds;
+
+  // [[dss]]: one entry per data server. Index in this list = DSS id.
+  std::vector<DssEndpointConfig> dss;
+
+  struct Layout {
+    uint64_t chunk_size = 4 * kMiB;  // bytes; multiple of k * ec.stripe_unit
+    std::string kind = "ec";         // "ec" | "replica"
+    uint32_t k = 4;                  // data shards
+    uint32_t m = 2;                  // parity shards
+    uint32_t replicas = 3;           // for kind = "replica"
+    bool operator==(const Layout&) const = default;
+  } layout;
+
+  struct RandomRead {
+    bool prefetch_full_chunkmap = true;
+    bool hold_layout_lease = true;
+    bool operator==(const RandomRead&) const = default;
+  } random_read;
+
+  struct Ec {
+    uint64_t stripe_unit = 64 * kKiB;  // bytes; multiple of 4 KiB
+    bool partial_read_fast_path = true;
+    bool operator==(const Ec&) const = default;
+  } ec;
+
+  struct FragmentCache {
+    bool enabled = true;
+    uint64_t grain_size = 64 * kKiB;  // bytes; power of two, >= 4 KiB
+    uint64_t capacity = 8 * kGiB;     // bytes, per client
+    std::string policy = "tinylfu";   // "tinylfu" | "lru"
+    bool operator==(const FragmentCache&) const = default;
+  } fragment_cache;
+
+  struct DssHotTier {
+    bool enabled = true;
+    uint64_t capacity = 32 * kGiB;  // bytes, per DSS
+    std::string policy = "tinylfu";  // "tinylfu" | "lru"
+    bool operator==(const DssHotTier&) const = default;
+  } dss_hot_tier;
+
+  struct AccessPlan {
+    bool enabled = true;
+    uint32_t default_prefetch_depth = 64;  // entries ahead; >= 1
+    bool auto_detect = true;
+    bool operator==(const AccessPlan&) const = default;
+  } access_plan;
+
+  struct RandomIo {
+    uint32_t queue_depth = 1024;  // io_uring entries; 1..32768
+    bool io_poll = true;
+    uint64_t coalesce_gap_threshold = 16 * kKiB;  // bytes; may be 0
+    std::string numa_pinning = "auto";            // "auto" | "manual" | "off"
+    bool operator==(const RandomIo&) const = default;
+  } random_io;
+
+  struct Client {
+    uint32_t rpc_timeout_ms = 5000;  // per RPC; a DSS slower than this is treated as down
+    bool operator==(const Client&) const = default;
+  } client;
+
+  // The checksum block of shard files: the DSS verifies CRC32C per block.
+  static constexpr uint64_t kChecksumBlock = 4096;
+
+  // Field-wise, so the round-trip promise below can be checked directly.
+  bool operator==(const Config&) const = default;
+};
+
+// Parses TOML text. `source` names the text in error messages (a path).
+Result<Config> ParseConfig(std::string_view toml_text, std::string_view source);
+
+// Reads and parses a file. A missing file is an error naming the path.
+Result<Config> LoadConfigFile(const std::string& path);
+
+// --config FILE if given; else /etc/rustfs/random-read.toml if it exists;
+// else the embedded defaults (which have no [[dss]] entries).
+Result<Config> LoadConfig(const std::string& path_or_empty);
+
+// Checks cross-key rules (chunk_size % (k*stripe_unit) == 0, k+m <= #dss
+// when any [[dss]] is listed, ...). ParseConfig calls it; exposed for tests
+// and for programs that build a Config in code.
+Status ValidateConfig(const Config& cfg);
+
+// Serializes a config back to TOML (used by `rustfs cluster up` to write the
+// cluster's config file). ParseConfig(ConfigToToml(c)) == c for a valid c.
+std::string ConfigToToml(const Config& cfg);
+
+}  // namespace rustfs

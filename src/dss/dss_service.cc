@@ -1,0 +1,94 @@
+#include "dss/dss_service.h"
+
+#include <chrono>
+
+#include "common/log.h"
+
+namespace rustfs::dss {
+
+namespace {
+ShardId FromPb(const pb::ShardKey& k) { return {k.ino(), k.chunk(), k.version(), k.shard()}; }
+}  // namespace
+
+DssService::DssService(const Config& cfg, uint32_t id)
+    : cfg_(cfg),
+      id_(id),
+      server_("dss", 4),
+      mds_(cfg.mds.address, cfg.client.rpc_timeout_ms, "dss.mds") {}
+
+DssService::~DssService() { Stop(); }
+
+Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32_t id) {
+  if (id >= cfg.dss.size())
+    return Err(InvalidArgument("--id " + std::to_string(id) + " but [[dss]] lists " +
+                               std::to_string(cfg.dss.size()) + " servers"));
+  std::unique_ptr<DssService> s(new DssService(cfg, id));
+  auto store = ShardStore::Open(cfg.dss[id].data_dir);
+  if (!store) return Err(store.error());
+  s->store_ = std::move(*store);
+  s->RegisterHandlers();
+  return s;
+}
+
+void DssService::RegisterHandlers() {
+  ShardStore* st = store_.get();
+  server_.Handle(pb::M_WRITE_SHARD, [st](const std::string& body, std::string& payload,
+                                         net::RpcReply& reply) -> Status {
+    auto req = net::ParseBody<pb::WriteShardReq>(body, "WriteShard");
+    if (!req) return req.error();
+    RUSTFS_RETURN_IF_ERROR(st->Write(FromPb(req->key()), req->base_version(), req->offset(),
+                                     payload, req->capacity()));
+    reply.body = pb::Empty().SerializeAsString();
+    return Status::Ok();
+  });
+  Counter& served = GetCounter("dss.bytes_served");
+  Counter& reads = GetCounter("dss.reads");
+  server_.Handle(pb::M_READ_SHARD, [st, &served, &reads](const std::string& body, std::string&,
+                                                         net::RpcReply& reply) -> Status {
+    auto req = net::ParseBody<pb::ReadShardReq>(body, "ReadShard");
+    if (!req) return req.error();
+    if (req->length() > net::kMaxPayloadBytes) return InvalidArgument("read length too large");
+    RUSTFS_RETURN_IF_ERROR(st->Read(FromPb(req->key()), req->offset(), req->length(),
+                                    reply.payload));
+    reads.Inc();
+    served.Add(reply.payload.size());
+    return Status::Ok();
+  });
+  server_.Handle(pb::M_DELETE_SHARD, [st](const std::string& body, std::string&,
+                                          net::RpcReply& reply) -> Status {
+    auto req = net::ParseBody<pb::DeleteShardReq>(body, "DeleteShard");
+    if (!req) return req.error();
+    return st->Delete(FromPb(req->key()));
+  });
+}
+
+void DssService::HeartbeatLoop() {
+  bool registered = false;
+  while (!stop_) {
+    pb::RegisterDssReq req;
+    req.mutable_info()->set_id(id_);
+    req.mutable_info()->set_address(cfg_.dss[id_].address);
+    req.mutable_info()->set_free_bytes(store_->FreeBytes());
+    auto r = mds_.Call(pb::M_REGISTER_DSS, req);
+    if (r && !registered) LOG_INFO("registered with MDS {}", cfg_.mds.address);
+    if (!r && registered) LOG_WARN("MDS heartbeat failed: {}", r.error().ToString());
+    if (!r && r.error().code() == Code::kInvalidArgument) LOG_ERROR("{}", r.error().ToString());
+    registered = r.has_value();
+    for (int i = 0; i < 10 && !stop_; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+Status DssService::Start() {
+  RUSTFS_RETURN_IF_ERROR(server_.Start(cfg_.dss[id_].address));
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  LOG_INFO("DSS {} listening on {} (data {})", id_, cfg_.dss[id_].address, cfg_.dss[id_].data_dir);
+  return Status::Ok();
+}
+
+void DssService::Stop() {
+  stop_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
+  server_.Stop();
+}
+
+}  // namespace rustfs::dss

@@ -1,0 +1,37 @@
+// The data storage service: shard RPCs over a ShardStore, and registration
+// with the MDS (repeated every second; it doubles as the heartbeat).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "common/config.h"
+#include "dss/shard_store.h"
+#include "net/rpc_channel.h"
+#include "net/rpc_server.h"
+
+namespace rustfs::dss {
+
+class DssService {
+ public:
+  static Result<std::unique_ptr<DssService>> Create(const Config& cfg, uint32_t id);
+  ~DssService();
+  Status Start();
+  void Stop();
+
+ private:
+  DssService(const Config& cfg, uint32_t id);
+  void RegisterHandlers();
+  void HeartbeatLoop();
+
+  Config cfg_;
+  uint32_t id_;
+  std::unique_ptr<ShardStore> store_;
+  net::RpcServer server_;
+  net::RpcChannel mds_;
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_;
+};
+
+}  // namespace rustfs::dss

@@ -1,0 +1,19 @@
+// The FUSE low-level operations table over a client::Client.
+#pragma once
+
+#define FUSE_USE_VERSION 312
+#include <fuse3/fuse_lowlevel.h>
+
+#include "client/client.h"
+
+namespace rustfs::fuse {
+
+// The operations; userdata passed to fuse_session_new must be a
+// client::Client* that outlives the session.
+const fuse_lowlevel_ops& Operations();
+
+// The xattr that returns this daemon's counters as JSON
+// (`getfattr -n user.rustfs.stats MOUNT`).
+inline constexpr const char* kStatsXattr = "user.rustfs.stats";
+
+}  // namespace rustfs::fuse

@@ -1,0 +1,200 @@
+#include "net/rpc_channel.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "net/rpc_server.h"
+
+namespace rustfs::net {
+
+namespace {
+
+// Writes all iovecs; false on any error.
+bool WriteAll(int fd, iovec* iov, int cnt) {
+  while (cnt > 0) {
+    ssize_t n = ::writev(fd, iov, cnt);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    while (cnt > 0 && size_t(n) >= iov->iov_len) {
+      n -= iov->iov_len;
+      iov++;
+      cnt--;
+    }
+    if (cnt > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + n;
+      iov->iov_len -= n;
+    }
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* buf, size_t len) {
+  auto* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = ::read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= n;
+  }
+  return true;
+}
+
+}  // namespace
+
+RpcChannel::RpcChannel(std::string address, int timeout_ms, std::string counter_prefix)
+    : address_(std::move(address)),
+      timeout_ms_(timeout_ms),
+      wire_sent_(GetCounter(counter_prefix + ".wire_bytes_sent")),
+      wire_received_(GetCounter(counter_prefix + ".wire_bytes_received")),
+      rpcs_(GetCounter(counter_prefix + ".rpcs_sent")) {}
+
+RpcChannel::~RpcChannel() {
+  for (int fd : idle_) ::close(fd);
+}
+
+Result<int> RpcChannel::Dial() {
+  auto hp = SplitHostPort(address_);
+  if (!hp) return Err(hp.error());
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(hp->first.c_str(), std::to_string(hp->second).c_str(), &hints, &res);
+  if (rc != 0) return Err(Unavailable("resolve " + address_ + ": " + gai_strerror(rc)));
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(res);
+    return Err(Status::FromErrno(errno, "socket"));
+  }
+  timeval tv{timeout_ms_ / 1000, (timeout_ms_ % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+  int err = errno;
+  ::freeaddrinfo(res);
+  if (rc < 0) {
+    ::close(fd);
+    return Err(Unavailable("connect " + address_ + ": " + std::strerror(err)));
+  }
+  return fd;
+}
+
+Result<int> RpcChannel::Checkout() {
+  {
+    std::lock_guard lk(mu_);
+    if (!idle_.empty()) {
+      int fd = idle_.back();
+      idle_.pop_back();
+      return fd;
+    }
+  }
+  return Dial();
+}
+
+void RpcChannel::Checkin(int fd) {
+  std::lock_guard lk(mu_);
+  idle_.push_back(fd);
+}
+
+PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& req,
+                              std::string_view payload) {
+  PendingCall pc;
+  pc.channel_ = this;
+  pb::RpcHeader hdr;
+  {
+    std::lock_guard lk(mu_);
+    pc.id_ = next_id_++;
+  }
+  hdr.set_id(pc.id_);
+  hdr.set_method(method);
+  req.SerializeToString(hdr.mutable_body());
+  std::string hdr_bytes = hdr.SerializeAsString();
+  if (payload.size() > kMaxPayloadBytes) {
+    pc.send_status_ = InvalidArgument("payload too large");
+    return pc;
+  }
+  // A pooled connection may have been closed by the server since its last
+  // use; retry once on a fresh one before calling the server unavailable.
+  for (int attempt = 0; attempt < 2; attempt++) {
+    auto fd = Checkout();
+    if (!fd) {
+      pc.send_status_ = fd.error();
+      return pc;
+    }
+    uint8_t prefix[kPrefixBytes];
+    EncodePrefix({uint32_t(hdr_bytes.size()), payload.size()}, prefix);
+    iovec iov[3] = {{prefix, kPrefixBytes},
+                    {hdr_bytes.data(), hdr_bytes.size()},
+                    {const_cast<char*>(payload.data()), payload.size()}};
+    if (WriteAll(*fd, iov, payload.empty() ? 2 : 3)) {
+      pc.fd_ = *fd;
+      pc.send_status_ = Status::Ok();
+      wire_sent_.Add(kPrefixBytes + hdr_bytes.size() + payload.size());
+      rpcs_.Inc();
+      return pc;
+    }
+    ::close(*fd);
+  }
+  pc.send_status_ = Unavailable("send to " + address_ + " failed");
+  return pc;
+}
+
+PendingCall::PendingCall(PendingCall&& o) noexcept { *this = std::move(o); }
+
+PendingCall& PendingCall::operator=(PendingCall&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    channel_ = o.channel_;
+    fd_ = o.fd_;
+    id_ = o.id_;
+    send_status_ = std::move(o.send_status_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+PendingCall::~PendingCall() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<RpcReply> PendingCall::Wait() {
+  if (!send_status_.ok()) return Err(send_status_);
+  if (fd_ < 0) return Err(Internal("Wait() called twice"));
+  int fd = fd_;
+  fd_ = -1;
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    return Err(Unavailable(why + " from " + channel_->address_));
+  };
+  uint8_t prefix[kPrefixBytes];
+  if (!ReadAll(fd, prefix, kPrefixBytes)) return fail("no reply");
+  auto p = DecodePrefix(prefix);
+  if (!p) return fail("bad reply frame (" + p.error().message() + ")");
+  std::string hdr_bytes(p->header_len, '\0');
+  RpcReply reply;
+  reply.payload.resize(p->payload_len);
+  if (!ReadAll(fd, hdr_bytes.data(), hdr_bytes.size()) ||
+      !ReadAll(fd, reply.payload.data(), reply.payload.size()))
+    return fail("truncated reply");
+  channel_->wire_received_.Add(kPrefixBytes + p->header_len + p->payload_len);
+  pb::RpcHeader hdr;
+  if (!hdr.ParseFromString(hdr_bytes) || hdr.id() != id_) return fail("mismatched reply");
+  channel_->Checkin(fd);
+  if (hdr.code() != 0) return Err(Status(Code(hdr.code()), hdr.error()));
+  reply.body = std::move(*hdr.mutable_body());
+  return reply;
+}
+
+}  // namespace rustfs::net

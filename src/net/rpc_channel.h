@@ -1,0 +1,91 @@
+// Client side of the framed RPC: a pool of blocking TCP connections to one
+// server. A call checks a connection out, sends, and (in Wait) reads the
+// reply, so a caller fans out to many servers by starting every call before
+// waiting on any: one round trip of wall time for N servers, no threads.
+//
+// Every socket has send/receive timeouts (timeout_ms); a timeout, reset or
+// refused connection is Code::kUnavailable and the connection is dropped.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "net/frame.h"
+
+namespace rustfs::net {
+
+class RpcChannel;
+
+// A call in flight. Holds its connection until Wait(); a PendingCall that is
+// destroyed without Wait() drops the connection (its reply is unread).
+class PendingCall {
+ public:
+  PendingCall() = default;
+  PendingCall(PendingCall&&) noexcept;
+  PendingCall& operator=(PendingCall&&) noexcept;
+  ~PendingCall();
+
+  // Reads the reply. A reply whose code is not OK becomes that Status.
+  Result<RpcReply> Wait();
+
+ private:
+  friend class RpcChannel;
+  RpcChannel* channel_ = nullptr;
+  int fd_ = -1;
+  uint64_t id_ = 0;
+  // A default-constructed call was never sent (e.g. its server is known down).
+  Status send_status_{Code::kUnavailable, "call not sent: server marked down"};
+};
+
+class RpcChannel {
+ public:
+  // `counter_prefix` names this side's wire counters ("client").
+  RpcChannel(std::string address, int timeout_ms, std::string counter_prefix = "client");
+  ~RpcChannel();
+  RpcChannel(const RpcChannel&) = delete;
+  RpcChannel& operator=(const RpcChannel&) = delete;
+
+  const std::string& address() const { return address_; }
+
+  PendingCall Start(uint32_t method, const google::protobuf::Message& req,
+                    std::string_view payload = {});
+  Result<RpcReply> Call(uint32_t method, const google::protobuf::Message& req,
+                        std::string_view payload = {}) {
+    return Start(method, req, payload).Wait();
+  }
+
+  // Call and parse the reply body as Rep.
+  template <class Rep>
+  Result<Rep> CallTyped(uint32_t method, const google::protobuf::Message& req,
+                        std::string* payload_out = nullptr, std::string_view payload = {}) {
+    auto r = Call(method, req, payload);
+    if (!r) return Err(r.error());
+    if (payload_out) *payload_out = std::move(r->payload);
+    return ParseBody<Rep>(r->body, "reply");
+  }
+
+ private:
+  friend class PendingCall;
+  Result<int> Checkout();
+  void Checkin(int fd);
+  Result<int> Dial();
+
+  std::string address_;
+  int timeout_ms_;
+  std::mutex mu_;
+  std::vector<int> idle_;  // idle connections, most recently used last
+  uint64_t next_id_ = 1;
+  Counter& wire_sent_;
+  Counter& wire_received_;
+  Counter& rpcs_;
+};
+
+}  // namespace rustfs::net

@@ -1,0 +1,53 @@
+// A framed-RPC server over TCP on standalone Asio (C++20 coroutines).
+//
+// One coroutine per connection reads a frame, runs the method's handler and
+// writes the reply, so replies on one connection come back in request order;
+// clients get parallelism from several connections. Handlers run on the
+// server's io threads and may block (disk I/O, RocksDB): size `threads` for
+// the concurrency you want. A malformed or oversized frame closes only that
+// connection; the server keeps serving the others.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "net/frame.h"
+
+namespace rustfs::net {
+
+class RpcServer {
+ public:
+  // body: the serialized request message; payload: request payload bytes
+  // (the handler may move from it). Fill `reply`; a non-OK Status is sent
+  // back as the reply's code and message.
+  using Handler = std::function<Status(const std::string& body, std::string& payload,
+                                       RpcReply& reply)>;
+
+  // `name` prefixes this server's counters ("dss" -> dss.wire_bytes_sent).
+  RpcServer(std::string name, int threads);
+  ~RpcServer();
+
+  // Register handlers before Start. M_STATS is built in.
+  void Handle(uint32_t method, Handler h);
+
+  // Binds "host:port" (port 0 picks a free one) and starts the io threads.
+  Status Start(const std::string& address);
+  void Stop();
+  uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Parses "host:port" (IPv4 dotted or a name, or [v6]:port).
+Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& address);
+
+}  // namespace rustfs::net
