@@ -87,7 +87,8 @@ bool WaitFor(const std::function<bool()>& ok, pid_t pid, std::chrono::millisecon
 bool IsMounted(const std::string& mnt) {
   std::ifstream f("/proc/self/mounts");
   std::string dev, path, rest;
-  std::string want = fs::weakly_canonical(mnt);
+  // Lexical only: stat()ing a mount whose cluster is down would fail.
+  std::string want = fs::absolute(mnt).lexically_normal();
   while (f >> dev >> path && std::getline(f, rest))
     if (path == want) return true;
   return false;
@@ -190,7 +191,8 @@ int ClusterUp(UpOptions o) {
             << FormatByteSize(cfg->ec.stripe_unit) << "\n";
   if (!o.mount.empty()) {
     o.mount = fs::absolute(o.mount);
-    fs::create_directories(o.mount);
+    // An existing mount is not touched: stat()ing it would ask the cluster.
+    if (!IsMounted(o.mount)) fs::create_directories(o.mount);
     std::ofstream(o.dir + "/mountpoint") << o.mount << "\n";
     if (!IsMounted(o.mount)) {
       auto f = start("fuse", {bin + "/rustfs-fuse", "--config", cfg_path, "--mount", o.mount});

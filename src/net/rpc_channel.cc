@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -91,14 +92,25 @@ Result<int> RpcChannel::Dial() {
   return fd;
 }
 
+// An idle pooled connection has nothing to read; if it is readable, the
+// server closed it (restarted, or dropped us) and it must not be reused:
+// a request written into it would be lost and look like a failed call.
+static bool PeerClosed(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 Result<int> RpcChannel::Checkout() {
-  {
-    std::lock_guard lk(mu_);
-    if (!idle_.empty()) {
-      int fd = idle_.back();
+  for (;;) {
+    int fd = -1;
+    {
+      std::lock_guard lk(mu_);
+      if (idle_.empty()) break;
+      fd = idle_.back();
       idle_.pop_back();
-      return fd;
     }
+    if (!PeerClosed(fd)) return fd;
+    ::close(fd);
   }
   return Dial();
 }

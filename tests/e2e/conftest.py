@@ -1,0 +1,144 @@
+"""Fixtures for end-to-end tests: real rustfs processes on loopback, a real
+FUSE mount, real fio. Every cluster a test starts is stopped (unmounted,
+processes killed by PID) when the test ends, pass or fail."""
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, "build", "bin")
+RUSTFS = os.path.join(BIN, "rustfs")
+
+
+def free_port_block(n):
+    """A base port such that base..base+n-1 are all free on 127.0.0.1."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000 - n)
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free port block")
+
+
+def drop_caches():
+    """So reads reach the daemons instead of the kernel's page cache."""
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+class Cluster:
+    def __init__(self, root, dss=6, k=4, m=2, before_start=None):
+        self.dir = os.path.join(root, "cluster")
+        self.mnt = os.path.join(root, "mnt")
+        self.ndss = dss
+        self.port = free_port_block(dss + 1)
+        self.args = ["--dss", str(dss), "--k", str(k), "--m", str(m), "--port", str(self.port)]
+        os.makedirs(self.dir, exist_ok=True)
+        if before_start:
+            before_start(self)
+        self.up()
+
+    def up(self):
+        """Starts whatever is not running (also restarts killed daemons)."""
+        r = subprocess.run([RUSTFS, "cluster", "up", "--dir", self.dir, "--mount", self.mnt] + self.args,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def down(self):
+        subprocess.run([RUSTFS, "cluster", "down", "--dir", self.dir], capture_output=True, timeout=60)
+
+    def pid(self, name):
+        with open(os.path.join(self.dir, "pids", name + ".pid")) as f:
+            return int(f.read())
+
+    def kill(self, name, sig=signal.SIGKILL):
+        pid = self.pid(name)
+        os.kill(pid, sig)
+        if sig == signal.SIGKILL:
+            for _ in range(500):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    return
+                # Reap it if it is our grandchild's orphan: it is not; just wait.
+                time.sleep(0.01)
+
+    def stats(self):
+        r = subprocess.run([RUSTFS, "stats", "--dir", self.dir, "--json"], capture_output=True,
+                           text=True, timeout=30, check=True)
+        return json.loads(r.stdout)
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def dss_addr(self, i):
+        return ("127.0.0.1", self.port + 1 + i)
+
+    def log(self, name):
+        with open(os.path.join(self.dir, "logs", name + ".log")) as f:
+            return f.read()
+
+
+def counter(stats, proc, name):
+    return stats.get(proc, {}).get(name, 0)
+
+
+@pytest.fixture
+def tmp_root():
+    d = tempfile.mkdtemp(prefix="rustfs-e2e-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(tmp_root):
+    c = Cluster(tmp_root)
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+@pytest.fixture(scope="module")
+def shared_cluster():
+    """One cluster for the tests of a module that do not break it."""
+    d = tempfile.mkdtemp(prefix="rustfs-e2e-")
+    c = Cluster(d)
+    try:
+        yield c
+    finally:
+        c.down()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def random_file(path, size, seed):
+    rnd = random.Random(seed)
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 1 << 20)
+            f.write(rnd.randbytes(n))
+            left -= n
+
+
+def files_equal(a, b):
+    return subprocess.run(["cmp", a, b]).returncode == 0
