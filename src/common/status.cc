@@ -20,6 +20,7 @@ const char* CodeName(Code c) {
     case Code::kUnavailable: return "Unavailable";
     case Code::kStale: return "Stale";
     case Code::kPermission: return "Permission";
+    case Code::kNameTooLong: return "NameTooLong";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";
@@ -43,6 +44,7 @@ int Status::ToErrno() const {
     case Code::kNoSpace: return ENOSPC;
     case Code::kPermission: return EACCES;
     case Code::kStale: return ESTALE;
+    case Code::kNameTooLong: return ENAMETOOLONG;
     default: return EIO;
   }
 }

@@ -25,6 +25,7 @@ enum class Code : int {
   kUnavailable,      // peer down / connection lost; the caller may fail over
   kStale,            // a version or map the caller holds is out of date
   kPermission,       // EACCES / EPERM
+  kNameTooLong,      // ENAMETOOLONG
   kInternal,         // a bug
 };
 

@@ -53,7 +53,7 @@ Status CheckName(const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos)
     return InvalidArgument("bad file name '" + name + "'");
-  if (name.size() > 255) return {Code::kInvalidArgument, "file name longer than 255 bytes"};
+  if (name.size() > 255) return {Code::kNameTooLong, "file name longer than 255 bytes"};
   return Status::Ok();
 }
 

