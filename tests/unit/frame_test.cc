@@ -1,0 +1,358 @@
+// Frame prefix encoding and limits, address parsing, and a real loopback
+// RpcServer + RpcChannel: echo of payloads, error propagation, and that a
+// malformed frame closes only its own connection.
+#include "net/frame.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+#include "net/rpc_channel.h"
+#include "net/rpc_server.h"
+#include "rustfs.pb.h"
+
+namespace rustfs::net {
+namespace {
+
+void PutLe32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = uint8_t(v >> (8 * i));
+}
+void PutLe64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = uint8_t(v >> (8 * i));
+}
+std::vector<uint8_t> RawPrefix(uint32_t magic, uint32_t header_len, uint64_t payload_len) {
+  std::vector<uint8_t> b(kPrefixBytes);
+  PutLe32(b.data(), magic);
+  PutLe32(b.data() + 4, header_len);
+  PutLe64(b.data() + 8, payload_len);
+  return b;
+}
+
+TEST(FrameTest, PrefixRoundTrip) {
+  const FramePrefix cases[] = {{1, 0},
+                               {5, 1},
+                               {12345, 1 << 20},
+                               {kMaxHeaderBytes, 0},
+                               {1, kMaxPayloadBytes},
+                               {kMaxHeaderBytes, kMaxPayloadBytes}};
+  for (const auto& c : cases) {
+    uint8_t buf[kPrefixBytes];
+    EncodePrefix(c, buf);
+    // The documented wire layout: little-endian magic, header_len, payload_len.
+    EXPECT_EQ(std::vector<uint8_t>(buf, buf + kPrefixBytes),
+              RawPrefix(kFrameMagic, c.header_len, c.payload_len));
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), 4), "RFS1");
+    auto d = DecodePrefix(buf);
+    ASSERT_TRUE(d.has_value()) << d.error().ToString();
+    EXPECT_EQ(d->header_len, c.header_len);
+    EXPECT_EQ(d->payload_len, c.payload_len);
+  }
+}
+
+TEST(FrameTest, PrefixRefusals) {
+  auto bad = [](std::vector<uint8_t> b) {
+    auto d = DecodePrefix(b.data());
+    return !d.has_value() && d.error().code() == Code::kInvalidArgument;
+  };
+  EXPECT_TRUE(bad(RawPrefix(0x31534653, 10, 0)));  // "SFS1"
+  EXPECT_TRUE(bad(RawPrefix(0, 10, 0)));
+  EXPECT_TRUE(bad(RawPrefix(0x52465331, 10, 0)));  // byte-swapped magic
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, 0, 0)));
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, 0, 100)));
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, kMaxHeaderBytes + 1, 0)));
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, 0xFFFFFFFFu, 0)));
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, 10, kMaxPayloadBytes + 1)));
+  EXPECT_TRUE(bad(RawPrefix(kFrameMagic, 10, ~uint64_t{0})));
+  EXPECT_FALSE(bad(RawPrefix(kFrameMagic, kMaxHeaderBytes, kMaxPayloadBytes)));
+}
+
+TEST(FrameTest, SplitHostPort) {
+  struct Good {
+    const char* in;
+    const char* host;
+    uint16_t port;
+  };
+  for (const Good& g : {Good{"127.0.0.1:80", "127.0.0.1", 80}, Good{"localhost:0", "localhost", 0},
+                        Good{"host.example.com:65535", "host.example.com", 65535},
+                        Good{"10.0.0.1:00080", "10.0.0.1", 80}, Good{"[::1]:9000", "::1", 9000},
+                        Good{"[fe80::1:2]:1", "fe80::1:2", 1}}) {
+    auto r = SplitHostPort(g.in);
+    ASSERT_TRUE(r.has_value()) << g.in << ": " << r.error().ToString();
+    EXPECT_EQ(r->first, g.host) << g.in;
+    EXPECT_EQ(r->second, g.port) << g.in;
+  }
+  for (const char* b : {"", "host", ":80", "host:", "host:abc", "host:8o", "host:65536",
+                        "host:99999", "host:123456", "host:-1", "host:+80", "host: 80", "[::1]",
+                        "[::1]9000", "[::1]:", "[::1", "[::1]:x"}) {
+    auto r = SplitHostPort(b);
+    EXPECT_FALSE(r.has_value()) << "'" << b << "' accepted";
+    if (!r) {
+      EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << b;
+    }
+  }
+}
+
+constexpr uint32_t kEcho = 1000;
+constexpr uint32_t kFail = 1001;
+constexpr uint32_t kThrow = 1002;
+
+class RpcLoopbackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<RpcServer>("test", 2);
+    server_->Handle(kEcho, [this](const std::string& body, std::string& payload, RpcReply& reply) {
+      calls_++;
+      reply.body = body;
+      reply.payload = std::move(payload);
+      return Status::Ok();
+    });
+    server_->Handle(kFail, [](const std::string&, std::string&, RpcReply& reply) {
+      reply.body = "ignored";
+      reply.payload = "ignored too";
+      return Status(Code::kNoSpace, "disk full on purpose");
+    });
+    server_->Handle(kThrow, [](const std::string&, std::string&, RpcReply&) -> Status {
+      throw std::runtime_error("boom");
+    });
+    Status st = server_->Start("127.0.0.1:0");
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_NE(server_->port(), 0);
+    addr_ = "127.0.0.1:" + std::to_string(server_->port());
+    chan_ = std::make_unique<RpcChannel>(addr_, 5000, "testclient");
+  }
+  void TearDown() override {
+    chan_.reset();
+    server_.reset();
+  }
+
+  // Echoes `payload` with a LookupReq body and checks both come back.
+  void ExpectEcho(const std::string& payload, const std::string& name) {
+    pb::LookupReq req;
+    req.set_parent(77);
+    req.set_name(name);
+    auto r = chan_->Call(kEcho, req, payload);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    ASSERT_EQ(r->payload.size(), payload.size());
+    EXPECT_TRUE(r->payload == payload);
+    pb::LookupReq back;
+    ASSERT_TRUE(back.ParseFromString(r->body));
+    EXPECT_EQ(back.parent(), 77u);
+    EXPECT_EQ(back.name(), name);
+  }
+
+  // A raw TCP connection to the server with a receive timeout (so a server
+  // that wrongly keeps the connection open fails the test instead of hanging).
+  int RawConnect() {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(server_->port());
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << strerror(errno);
+    return fd;
+  }
+  // Sends `bytes` and expects the server to close the connection.
+  void ExpectServerCloses(const std::vector<uint8_t>& bytes) {
+    int fd = RawConnect();
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+    char buf[64];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    int err = errno;
+    ::close(fd);
+    EXPECT_EQ(n, 0) << "expected EOF, got " << n << (n < 0 ? std::string(" ") + strerror(err) : "");
+  }
+
+  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<RpcChannel> chan_;
+  std::string addr_;
+  std::atomic<int> calls_{0};
+};
+
+TEST_F(RpcLoopbackTest, EchoPayloads) {
+  std::mt19937_64 rng(5);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
+    std::string p(n, '\0');
+    for (auto& c : p) c = char(rng());
+    ExpectEcho(p, "n" + std::to_string(n));
+    if (HasFatalFailure()) return;
+  }
+  // Empty body too.
+  auto r = chan_->Call(kEcho, pb::Empty(), "xyz");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "");
+  EXPECT_EQ(r->payload, "xyz");
+  EXPECT_EQ(calls_.load(), 6);
+}
+
+TEST_F(RpcLoopbackTest, ManyCallsInFlight) {
+  // Start every call before waiting on any: each takes its own connection.
+  std::vector<PendingCall> calls;
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 16; i++) {
+    payloads.push_back(std::string(1000 * i + 1, char('a' + i)));
+    pb::LookupReq req;
+    req.set_parent(i);
+    calls.push_back(chan_->Start(kEcho, req, payloads.back()));
+  }
+  for (int i = 15; i >= 0; i--) {
+    auto r = calls[i].Wait();
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->payload, payloads[i]);
+    pb::LookupReq back;
+    ASSERT_TRUE(back.ParseFromString(r->body));
+    EXPECT_EQ(back.parent(), uint64_t(i));
+  }
+  // Waiting twice is an error, not a hang.
+  EXPECT_EQ(calls[0].Wait().error().code(), Code::kInternal);
+  // The pooled connections are reused afterwards.
+  for (int i = 0; i < 20; i++) {
+    ExpectEcho("again", "x");
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_F(RpcLoopbackTest, HandlerErrorArrivesAsStatus) {
+  auto r = chan_->Call(kFail, pb::Empty(), "payload");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kNoSpace);
+  EXPECT_EQ(r.error().message(), "disk full on purpose");
+  auto t = chan_->Call(kThrow, pb::Empty());
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().code(), Code::kInternal);
+  EXPECT_NE(t.error().message().find("boom"), std::string::npos);
+  // The connection stays usable after an error reply.
+  ExpectEcho("still fine", "ok");
+}
+
+TEST_F(RpcLoopbackTest, UnknownMethodIsInvalidArgument) {
+  auto r = chan_->Call(4321, pb::Empty());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.error().message().find("4321"), std::string::npos);
+  ExpectEcho("after unknown", "ok");
+}
+
+TEST_F(RpcLoopbackTest, StatsIsBuiltIn) {
+  ExpectEcho("count me", "s");
+  auto r = chan_->CallTyped<pb::StatsReply>(pb::M_STATS, pb::Empty());
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const auto& c = r->counters();
+  ASSERT_TRUE(c.contains("test.rpcs"));
+  EXPECT_GE(c.at("test.rpcs"), 1u);
+  ASSERT_TRUE(c.contains("test.wire_bytes_received"));
+  EXPECT_GT(c.at("test.wire_bytes_received"), 0u);
+  ASSERT_TRUE(c.contains("testclient.rpcs_sent"));
+  EXPECT_GE(c.at("testclient.rpcs_sent"), 2u);
+}
+
+TEST_F(RpcLoopbackTest, BadMagicClosesOnlyThatConnection) {
+  ExpectEcho("warm", "w");  // the channel holds a pooled connection now
+  Counter& bad = GetCounter("test.bad_frames");
+  uint64_t before = bad.Get();
+  std::vector<uint8_t> garbage = {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T',
+                                  'T', 'P', '/', '1', '.', '1', '\r', '\n'};
+  ExpectServerCloses(garbage);
+  EXPECT_EQ(bad.Get(), before + 1);
+  ExpectEcho("after garbage", "g");
+  ExpectEcho(std::string(1 << 20, 'z'), "big");
+}
+
+TEST_F(RpcLoopbackTest, HugeHeaderLengthClosesConnection) {
+  ExpectEcho("warm", "w");
+  Counter& bad = GetCounter("test.bad_frames");
+  uint64_t before = bad.Get();
+  ExpectServerCloses(RawPrefix(kFrameMagic, 0xFFFFFFFFu, 0));
+  ExpectServerCloses(RawPrefix(kFrameMagic, 0, 0));
+  ExpectServerCloses(RawPrefix(kFrameMagic, 8, kMaxPayloadBytes + 1));
+  EXPECT_EQ(bad.Get(), before + 3);
+  ExpectEcho("after huge header", "h");
+}
+
+TEST_F(RpcLoopbackTest, UnparsableHeaderClosesConnection) {
+  Counter& bad = GetCounter("test.bad_frames");
+  uint64_t before = bad.Get();
+  std::vector<uint8_t> f = RawPrefix(kFrameMagic, 4, 0);
+  for (int i = 0; i < 4; i++) f.push_back(0xFF);  // not a valid protobuf
+  ExpectServerCloses(f);
+  EXPECT_EQ(bad.Get(), before + 1);
+  ExpectEcho("after bad header", "b");
+}
+
+TEST_F(RpcLoopbackTest, RawValidFrameGetsReply) {
+  // A hand-built frame, to pin the wire format from the outside.
+  pb::RpcHeader h;
+  h.set_id(99);
+  h.set_method(kEcho);
+  h.set_body("abc");
+  std::string hb = h.SerializeAsString();
+  std::vector<uint8_t> f = RawPrefix(kFrameMagic, uint32_t(hb.size()), 2);
+  f.insert(f.end(), hb.begin(), hb.end());
+  f.push_back('P');
+  f.push_back('Q');
+  int fd = RawConnect();
+  ASSERT_EQ(::write(fd, f.data(), f.size()), ssize_t(f.size()));
+  uint8_t prefix[kPrefixBytes];
+  size_t got = 0;
+  while (got < kPrefixBytes) {
+    ssize_t n = ::read(fd, prefix + got, kPrefixBytes - got);
+    ASSERT_GT(n, 0);
+    got += n;
+  }
+  auto p = DecodePrefix(prefix);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->payload_len, 2u);
+  std::string rest(p->header_len + p->payload_len, '\0');
+  got = 0;
+  while (got < rest.size()) {
+    ssize_t n = ::read(fd, rest.data() + got, rest.size() - got);
+    ASSERT_GT(n, 0);
+    got += n;
+  }
+  ::close(fd);
+  pb::RpcHeader rh;
+  ASSERT_TRUE(rh.ParseFromString(rest.substr(0, p->header_len)));
+  EXPECT_EQ(rh.id(), 99u);
+  EXPECT_EQ(rh.method(), kEcho);
+  EXPECT_EQ(rh.code(), 0);
+  EXPECT_EQ(rh.body(), "abc");
+  EXPECT_EQ(rest.substr(p->header_len), "PQ");
+}
+
+TEST_F(RpcLoopbackTest, OversizedPayloadRefusedByClient) {
+  std::string huge(kMaxPayloadBytes + 1, 'x');
+  auto r = chan_->Call(kEcho, pb::Empty(), huge);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(calls_.load(), 0);
+  ExpectEcho("fine", "f");
+}
+
+TEST_F(RpcLoopbackTest, ServerGoneIsUnavailable) {
+  ExpectEcho("before", "b");
+  server_.reset();  // stops the server; pooled connection is now dead
+  auto r = chan_->Call(kEcho, pb::Empty(), "x");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kUnavailable);
+  RpcChannel nowhere(addr_, 2000, "testclient");
+  auto r2 = nowhere.Call(kEcho, pb::Empty());
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_EQ(r2.error().code(), Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace rustfs::net
