@@ -207,6 +207,19 @@ Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offs
     disk_read_.Add(total);
     disk_written_.Add(total);
   }
+  // Keep [0, data_len) contiguous and checksummed: a write past the current
+  // end first fills the gap with zeros, so every block below data_len has a
+  // real CRC and the gap reads back as zeros.
+  if (offset > data_len) {
+    static const std::string kZeros(kBlock, '\0');
+    const uint32_t zero_crc = ec::Crc32c(kZeros.data(), kBlock);
+    std::string gap(offset - data_len, '\0');
+    if (Status st = PwriteAll(fd, gap.data(), gap.size(), data_start + data_len, tmp); !st.ok())
+      return fail(st);
+    for (uint64_t b = data_len / kBlock; b < offset / kBlock; b++) crcs[b] = zero_crc;
+    disk_written_.Add(gap.size());
+    data_len = offset;
+  }
   for (uint64_t off = 0; off < data.size(); off += kBlock)
     crcs[(offset + off) / kBlock] = ec::Crc32c(data.data() + off, kBlock);
   if (Status st = PwriteAll(fd, data.data(), data.size(), data_start + offset, tmp); !st.ok())

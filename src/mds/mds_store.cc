@@ -401,7 +401,8 @@ Result<pb::GetChunkMapReply> MdsStore::GetChunkMap(uint64_t ino, uint64_t offset
   *r.mutable_attr() = *a;
   uint64_t cs = a->layout().chunk_size();
   uint64_t first = offset / cs;
-  uint64_t last = length == 0 ? UINT64_MAX : (offset + length - 1) / cs;
+  // length 0, or a range running past 2^64, means "to the end of the file".
+  uint64_t last = (length == 0 || offset + length < offset) ? UINT64_MAX : (offset + length - 1) / cs;
   std::string prefix = ChunkPrefix(ino);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   for (it->Seek(ChunkKey(ino, first)); it->Valid() && it->key().starts_with(prefix); it->Next()) {

@@ -137,6 +137,7 @@ PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& 
     pc.send_status_ = InvalidArgument("payload too large");
     return pc;
   }
+  rpcs_.Inc();  // counted before the bytes leave, so the peer's view includes this call
   // A pooled connection may have been closed by the server since its last
   // use; retry once on a fresh one before calling the server unavailable.
   for (int attempt = 0; attempt < 2; attempt++) {
@@ -154,7 +155,6 @@ PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& 
       pc.fd_ = *fd;
       pc.send_status_ = Status::Ok();
       wire_sent_.Add(kPrefixBytes + hdr_bytes.size() + payload.size());
-      rpcs_.Inc();
       return pc;
     }
     ::close(*fd);

@@ -61,7 +61,9 @@ void CheckAgainst(const IntervalSet& set, const Bitmap& ref, std::mt19937_64& rn
     uint64_t s = rng() % (n + 1);
     uint64_t e = s + rng() % (n + 1 - s);
     ASSERT_EQ(set.Covers(s, e), ref.Covers(s, e)) << "Covers(" << s << "," << e << ")";
-    if (s < e) ASSERT_EQ(set.Overlaps(s, e), ref.Overlaps(s, e)) << "Overlaps(" << s << "," << e << ")";
+    if (s < e) {
+      ASSERT_EQ(set.Overlaps(s, e), ref.Overlaps(s, e)) << "Overlaps(" << s << "," << e << ")";
+    }
   }
   // Every single-byte query, too.
   for (uint64_t i = 0; i < n; i++) {

@@ -21,6 +21,14 @@ namespace {
 
 constexpr uint64_t kChunk = 1 << 20;
 
+// prefix + decimal i (built with append: GCC 12 warns, wrongly, on
+// "literal" + std::to_string under -O2).
+std::string Name(const char* prefix, uint64_t i) {
+  std::string s = prefix;
+  s.append(std::to_string(i));
+  return s;
+}
+
 pb::Layout TestLayout() {
   pb::Layout l;
   l.set_kind(0);
@@ -166,18 +174,21 @@ TEST_F(MdsStoreTest, CreateLookupGetAttr) {
 TEST_F(MdsStoreTest, InodeNumbersAreUnique) {
   std::set<uint64_t> seen{kRootIno};
   for (int i = 0; i < 50; i++) {
-    uint64_t ino = MustMake(kRootIno, "n" + std::to_string(i), i % 3 == 0);
+    uint64_t ino = MustMake(kRootIno, Name("n", i), i % 3 == 0);
     EXPECT_TRUE(seen.insert(ino).second) << ino;
   }
 }
 
 TEST_F(MdsStoreTest, BadNamesRefused) {
-  const std::string bad[] = {"", ".", "..", "a/b", "/", std::string(256, 'x'),
-                             std::string("a\0b", 3)};
+  const std::string bad[] = {"", ".", "..", "a/b", "/", std::string("a\0b", 3)};
   for (const auto& n : bad) {
     EXPECT_EQ(Make(kRootIno, n, false).error().code(), Code::kInvalidArgument) << n.size();
     EXPECT_EQ(Make(kRootIno, n, true).error().code(), Code::kInvalidArgument) << n.size();
   }
+  // Over 255 bytes: ENAMETOOLONG.
+  const std::string too_long(256, 'x');
+  EXPECT_EQ(Make(kRootIno, too_long, false).error().code(), Code::kNameTooLong);
+  EXPECT_EQ(Make(kRootIno, too_long, true).error().code(), Code::kNameTooLong);
   EXPECT_TRUE(ListAll(kRootIno).empty());
   // 255 bytes is the limit and is fine.
   EXPECT_TRUE(Make(kRootIno, std::string(255, 'x'), false).has_value());
@@ -185,6 +196,7 @@ TEST_F(MdsStoreTest, BadNamesRefused) {
   MustMake(kRootIno, "src", false);
   for (const auto& n : bad)
     EXPECT_EQ(Rename(kRootIno, "src", kRootIno, n).code(), Code::kInvalidArgument) << n.size();
+  EXPECT_EQ(Rename(kRootIno, "src", kRootIno, too_long).code(), Code::kNameTooLong);
   EXPECT_TRUE(store_->Lookup(kRootIno, "src").has_value());
 }
 
@@ -195,7 +207,7 @@ TEST_F(MdsStoreTest, ReadDirPagination) {
   MustMake(other, "zzz", false);
   std::mt19937_64 rng(11);
   std::set<std::string> names;
-  while (names.size() < 57) names.insert("f" + std::to_string(rng() % 100000));
+  while (names.size() < 57) names.insert(Name("f", rng() % 100000));
   int i = 0;
   for (auto& n : names) MustMake(d, n, i++ % 5 == 0);  // some subdirectories
   const std::vector<std::string> want(names.begin(), names.end());
@@ -600,10 +612,6 @@ TEST_F(MdsStoreTest, GetChunkMapRangesMatchBruteForce) {
 
 // A range whose end passes 2^64 should still mean "from offset on".
 TEST_F(MdsStoreTest, GetChunkMapHugeLength) {
-  GTEST_SKIP() << "BUG: MdsStore::GetChunkMap computes last = (offset + length - 1) / cs, "
-                  "which wraps when offset + length > 2^64: offset=1 MiB, length=UINT64_MAX "
-                  "returns no chunks instead of every chunk from index 1 on "
-                  "(src/mds/mds_store.cc, GetChunkMap)";
   uint64_t f = MustMake(kRootIno, "f", false);
   for (uint64_t i = 0; i < 4; i++) WriteChunk(f, i);
   EXPECT_EQ(ChunkIndexes(f, kChunk, UINT64_MAX), (std::vector<uint64_t>{1, 2, 3}));
@@ -646,7 +654,7 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
 
   // New inodes, versions and garbage entries do not collide with old ones.
   for (int i = 0; i < 5; i++) {
-    uint64_t n = MustMake(d, "n" + std::to_string(i), i % 2 == 0);
+    uint64_t n = MustMake(d, Name("n", i), i % 2 == 0);
     EXPECT_TRUE(inos.insert(n).second) << n;
   }
   auto a = store_->AllocateChunk(f, 0, {});
