@@ -1,5 +1,11 @@
 #include "client/client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -16,6 +22,35 @@ Result<pb::Attr> AttrOf(Result<pb::AttrReply> r) {
   if (!r) return Err(r.error());
   return std::move(*r->mutable_attr());
 }
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The local IP the MDS would see us from: the callback server binds there,
+// so the MDS can call back across hosts (or network namespaces) too.
+std::string LocalAddressToward(const std::string& mds_address) {
+  auto hp = net::SplitHostPort(mds_address);
+  if (!hp) return "127.0.0.1";
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(hp->second);
+  std::string ip = "127.0.0.1";
+  if (fd >= 0 && ::inet_pton(AF_INET, hp->first.c_str(), &dst.sin_addr) == 1 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) {
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    char buf[INET_ADDRSTRLEN];
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
+        ::inet_ntop(AF_INET, &me.sin_addr, buf, sizeof buf))
+      ip = buf;
+  }
+  if (fd >= 0) ::close(fd);
+  return ip;
+}
 }  // namespace
 
 Client::Client(const Config& cfg)
@@ -28,7 +63,103 @@ Client::Client(const Config& cfg)
 Result<std::unique_ptr<Client>> Client::Create(const Config& cfg) {
   std::unique_ptr<Client> c(new Client(cfg));
   RUSTFS_RETURN_ERR(c->Connect());
+  RUSTFS_RETURN_ERR(c->RegisterSession());
+  c->renew_ = std::thread([p = c.get()] { p->RenewLoop(); });
   return c;
+}
+
+Client::~Client() {
+  stop_ = true;
+  if (renew_.joinable()) renew_.join();
+  if (callback_) callback_->Stop();
+}
+
+Status Client::RegisterSession() {
+  if (!callback_) {
+    callback_ = std::make_unique<net::RpcServer>("client.cb", 1);
+    callback_->Handle(pb::M_REVOKE, [this](const std::string& body, std::string&,
+                                           net::RpcReply& reply) -> Status {
+      auto req = net::ParseBody<pb::RevokeReq>(body, "Revoke");
+      if (!req) return req.error();
+      OnRevoke(req->ino(), req->name());
+      reply.body = pb::Empty().SerializeAsString();
+      return Status::Ok();
+    });
+    RUSTFS_RETURN_IF_ERROR(callback_->Start(LocalAddressToward(cfg_.mds.address) + ":0"));
+  }
+  pb::RegisterClientReq r;
+  r.set_callback_address(LocalAddressToward(cfg_.mds.address) + ":" +
+                         std::to_string(callback_->port()));
+  int64_t sent = SteadyNs();
+  auto rep = mds_.Call<pb::RegisterClientReply>(pb::M_REGISTER_CLIENT, r);
+  if (!rep) return rep.error();
+  lease_ms_ = rep->lease_ms();
+  client_id_ = rep->client_id();
+  // Our clock starts the lease when we asked, before the MDS's did, and a
+  // 10% margin covers clock-rate differences.
+  lease_valid_until_ns_ = sent + int64_t(lease_ms_) * 900000;
+  return Status::Ok();
+}
+
+void Client::RenewLoop() {
+  while (!stop_) {
+    for (uint32_t waited = 0; waited < lease_ms_ / 3 && !stop_; waited += 50)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stop_) break;
+    pb::RenewLeasesReq r;
+    r.set_client_id(client_id_);
+    int64_t sent = SteadyNs();
+    Status s = mds_.CallStatus(pb::M_RENEW_LEASES, r);
+    if (s.ok()) {
+      lease_valid_until_ns_ = sent + int64_t(lease_ms_) * 900000;
+    } else if (s.code() == Code::kNotFound || s.code() == Code::kStale) {
+      // The MDS restarted or gave up on us: nothing we cached is protected.
+      LOG_WARN("lease session lost ({}); dropping caches", s.message());
+      lease_valid_until_ns_ = 0;
+      DropAllCaches();
+      if (Status rs = RegisterSession(); !rs.ok()) LOG_WARN("re-register: {}", rs.message());
+    }
+    // Unavailable: keep trying; trust lapses by itself at the expiry.
+  }
+}
+
+bool Client::LeaseValid() const { return SteadyNs() < lease_valid_until_ns_.load(); }
+
+std::shared_ptr<FileState> Client::FindOpen(uint64_t ino) {
+  std::lock_guard lk(open_mu_);
+  auto it = open_.find(ino);
+  return it == open_.end() ? nullptr : it->second;
+}
+
+void Client::DropAllCaches() {
+  revoke_seq_++;
+  {
+    std::lock_guard lk(meta_mu_);
+    attrs_.clear();
+    entries_.clear();
+  }
+  std::lock_guard lk(open_mu_);
+  for (auto& [ino, st] : open_) st->map_stale = true;
+}
+
+void Client::OnRevoke(uint64_t ino, const std::string& name) {
+  static Counter& revoked = GetCounter("client.leases_revoked");
+  revoked.Inc();
+  revoke_seq_++;
+  {
+    std::lock_guard lk(meta_mu_);
+    attrs_.erase(ino);
+    if (!name.empty()) entries_.erase({ino, name});
+  }
+  if (name.empty())
+    if (auto st = FindOpen(ino)) st->map_stale = true;
+  if (invalidate_hook_) invalidate_hook_(ino, name);
+}
+
+void Client::CacheAttr(const pb::Attr& a, uint64_t seq_at_start) {
+  std::lock_guard lk(meta_mu_);
+  if (revoke_seq_.load() != seq_at_start) return;  // may predate a revocation
+  attrs_[a.ino()] = a;
 }
 
 Status Client::Connect() {
@@ -39,43 +170,92 @@ Status Client::Connect() {
     if (d.id() < addrs.size()) addrs[d.id()] = d.address();
   dss_ = std::make_unique<DssPool>(addrs, cfg_.client.rpc_timeout_ms);
   reader_ = std::make_unique<EcReader>(*dss_, mds_);
-  writer_ = std::make_unique<EcWriter>(*dss_, mds_, *reader_);
+  writer_ = std::make_unique<EcWriter>(*dss_, mds_, *reader_, client_id_);
   return Status::Ok();
 }
 
 Result<pb::Attr> Client::Lookup(uint64_t parent, const std::string& name) {
+  static Counter& hits = GetCounter("client.meta_cache_hits");
+  if (LeaseValid()) {
+    std::lock_guard lk(meta_mu_);
+    auto e = entries_.find({parent, name});
+    if (e != entries_.end()) {
+      auto a = attrs_.find(e->second);
+      if (a != attrs_.end()) {
+        hits.Inc();
+        return a->second;
+      }
+    }
+  }
+  uint64_t seq = revoke_seq_.load();
   pb::LookupReq r;
   r.set_parent(parent);
   r.set_name(name);
-  return AttrOf(mds_.Call<pb::AttrReply>(pb::M_LOOKUP, r));
-}
-
-Result<pb::Attr> Client::GetAttr(uint64_t ino) {
-  pb::GetAttrReq r;
-  r.set_ino(ino);
-  auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_GETATTR, r));
-  if (!a) return a;
-  std::shared_ptr<FileState> st;
-  {
-    std::lock_guard lk(open_mu_);
-    auto it = open_.find(ino);
-    if (it != open_.end()) st = it->second;
-  }
-  if (st) {
-    std::shared_lock lk(st->mu);
-    if (!st->dirty.empty()) a->set_size(std::max(a->size(), st->attr.size()));
+  r.set_client_id(client_id_);
+  auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_LOOKUP, r));
+  if (a) {
+    CacheAttr(*a, seq);
+    std::lock_guard lk(meta_mu_);
+    if (revoke_seq_.load() == seq) entries_[{parent, name}] = a->ino();
   }
   return a;
 }
 
-Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& req) {
-  if (!(req.valid() & pb::SET_SIZE)) return AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
-  std::shared_ptr<FileState> st;
-  {
-    std::lock_guard lk(open_mu_);
-    auto it = open_.find(req.ino());
-    if (it != open_.end()) st = it->second;
+Result<pb::Attr> Client::GetAttr(uint64_t ino) {
+  static Counter& hits = GetCounter("client.meta_cache_hits");
+  Result<pb::Attr> a = Err(NotFound(""));
+  if (LeaseValid()) {
+    std::lock_guard lk(meta_mu_);
+    auto it = attrs_.find(ino);
+    if (it != attrs_.end()) {
+      hits.Inc();
+      a = it->second;
+    }
   }
+  if (!a) {
+    uint64_t seq = revoke_seq_.load();
+    pb::GetAttrReq r;
+    r.set_ino(ino);
+    r.set_client_id(client_id_);
+    a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_GETATTR, r));
+    if (!a) return a;
+    CacheAttr(*a, seq);
+  }
+  if (auto st = FindOpen(ino)) {
+    // An open file's own state knows its size best (our commits and
+    // buffered writes), unless a revocation says another client changed it.
+    std::shared_lock lk(st->mu);
+    if (!st->map_stale) {
+      a->set_size(st->attr.size());
+      a->set_mtime_ns(std::max(a->mtime_ns(), st->attr.mtime_ns()));
+      a->set_ctime_ns(std::max(a->ctime_ns(), st->attr.ctime_ns()));
+    } else if (!st->dirty.empty()) {
+      a->set_size(std::max(a->size(), st->attr.size()));
+    }
+  }
+  return a;
+}
+
+void Client::ForgetEntry(uint64_t parent, const std::string& name) {
+  std::lock_guard lk(meta_mu_);
+  auto e = entries_.find({parent, name});
+  if (e != entries_.end()) {
+    attrs_.erase(e->second);
+    entries_.erase(e);
+  }
+  attrs_.erase(parent);  // its mtime (and maybe nlink) changed
+}
+
+Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& in) {
+  pb::SetAttrReq req = in;
+  req.set_client_id(client_id_);
+  uint64_t seq = revoke_seq_.load();
+  if (!(req.valid() & pb::SET_SIZE)) {
+    auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
+    if (a) CacheAttr(*a, seq);
+    return a;
+  }
+  std::shared_ptr<FileState> st = FindOpen(req.ino());
   if (!st) {  // truncate(2) of a file nobody here has open
     auto s = LoadState(req.ino());
     if (!s) return Err(s.error());
@@ -86,6 +266,7 @@ Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& req) {
   if (req.size() < st->attr.size()) RUSTFS_RETURN_ERR(ZeroTail(*st, req.size()));
   auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
   if (!a) return a;
+  CacheAttr(*a, seq);
   st->attr = *a;
   uint64_t keep = (a->size() + st->geo.chunk_size - 1) / st->geo.chunk_size;
   st->chunks.erase(st->chunks.lower_bound(keep), st->chunks.end());
@@ -105,7 +286,10 @@ Status Client::ZeroTail(FileState& st, uint64_t new_size) {
   DirtyChunk d;
   d.data.assign(cs, '\0');
   d.ranges.Add(from, to);
-  return writer_->FlushChunk(st, index, d, /*grow_size=*/false);
+  Status s = writer_->FlushChunk(st, index, d, /*grow_size=*/false);
+  std::lock_guard lk(meta_mu_);
+  attrs_.erase(st.ino);
+  return s;
 }
 
 Result<pb::Attr> Client::Create(uint64_t parent, const std::string& name, uint32_t mode,
@@ -117,7 +301,19 @@ Result<pb::Attr> Client::Create(uint64_t parent, const std::string& name, uint32
   r.set_uid(uid);
   r.set_gid(gid);
   r.set_exclusive(exclusive);
-  return AttrOf(mds_.Call<pb::AttrReply>(pb::M_CREATE, r));
+  return CreateCommon(pb::M_CREATE, r);
+}
+
+Result<pb::Attr> Client::CreateCommon(uint32_t method, pb::CreateReq& r) {
+  r.set_client_id(client_id_);
+  uint64_t seq = revoke_seq_.load();
+  auto a = AttrOf(mds_.Call<pb::AttrReply>(method, r));
+  if (!a) return a;
+  ForgetEntry(r.parent(), r.name());
+  CacheAttr(*a, seq);
+  std::lock_guard lk(meta_mu_);
+  if (revoke_seq_.load() == seq) entries_[{r.parent(), r.name()}] = a->ino();
+  return a;
 }
 
 Result<pb::Attr> Client::Mkdir(uint64_t parent, const std::string& name, uint32_t mode,
@@ -128,7 +324,7 @@ Result<pb::Attr> Client::Mkdir(uint64_t parent, const std::string& name, uint32_
   r.set_mode(mode);
   r.set_uid(uid);
   r.set_gid(gid);
-  return AttrOf(mds_.Call<pb::AttrReply>(pb::M_MKDIR, r));
+  return CreateCommon(pb::M_MKDIR, r);
 }
 
 Result<pb::ReadDirReply> Client::ReadDir(uint64_t ino, const std::string& after, uint32_t max) {
@@ -143,6 +339,8 @@ Status Client::Unlink(uint64_t parent, const std::string& name) {
   pb::NameReq r;
   r.set_parent(parent);
   r.set_name(name);
+  r.set_client_id(client_id_);
+  ForgetEntry(parent, name);
   return mds_.CallStatus(pb::M_UNLINK, r);
 }
 
@@ -150,6 +348,8 @@ Status Client::Rmdir(uint64_t parent, const std::string& name) {
   pb::NameReq r;
   r.set_parent(parent);
   r.set_name(name);
+  r.set_client_id(client_id_);
+  ForgetEntry(parent, name);
   return mds_.CallStatus(pb::M_RMDIR, r);
 }
 
@@ -161,6 +361,9 @@ Status Client::Rename(uint64_t parent, const std::string& name, uint64_t new_par
   r.set_new_parent(new_parent);
   r.set_new_name(new_name);
   r.set_flags(flags);
+  r.set_client_id(client_id_);
+  ForgetEntry(parent, name);
+  ForgetEntry(new_parent, new_name);
   return mds_.CallStatus(pb::M_RENAME, r);
 }
 
@@ -172,6 +375,7 @@ Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino) {
   pb::GetChunkMapReq r;
   r.set_ino(ino);
   r.set_length(0);  // the whole map: reads then need no MDS at all
+  r.set_client_id(client_id_);  // ...held under a layout lease
   auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, r);
   if (!m) return Err(m.error());
   if (m->attr().layout().kind() != 0)
@@ -183,6 +387,21 @@ Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino) {
   st->geo = GeometryOf(m->attr().layout());
   for (auto& c : m->chunks()) st->chunks[c.index()] = c;
   return st;
+}
+
+// Caller holds st.mu exclusively, with no buffered writes.
+Status Client::RefreshMap(FileState& st) {
+  static Counter& refreshes = GetCounter("client.chunk_map_refreshes");
+  refreshes.Inc();
+  st.map_stale = false;  // cleared first: a revocation during the fetch sets it again
+  auto fresh = LoadState(st.ino);
+  if (!fresh) {
+    st.map_stale = true;
+    return fresh.error();
+  }
+  st.attr = (*fresh)->attr;
+  st.chunks = std::move((*fresh)->chunks);
+  return Status::Ok();
 }
 
 Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
@@ -206,11 +425,13 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
   FileState& st = *f.state;
   std::shared_lock rl(st.mu);
   std::unique_lock<std::shared_mutex> wl;
-  if (!st.dirty.empty()) {
-    // Read-your-writes: publish buffered writes, then read them back.
+  if (!st.dirty.empty() || st.map_stale || !LeaseValid()) {
+    // Read-your-writes: publish buffered writes, then read them back. And
+    // a map no longer covered by a lease is fetched again before use.
     rl.unlock();
     wl = std::unique_lock(st.mu);
     RUSTFS_RETURN_ERR(FlushLocked(st));
+    if (st.map_stale || !LeaseValid()) RUSTFS_RETURN_ERR(RefreshMap(st));
   }
   app_reads_.Inc();
   uint64_t size = st.attr.size();
@@ -255,6 +476,10 @@ Status Client::FlushOne(FileState& st, uint64_t index, bool grow_size) {
   auto node = st.dirty.extract(index);
   if (node.empty()) return Status::Ok();
   Status s = writer_->FlushChunk(st, index, node.mapped(), grow_size);
+  {
+    std::lock_guard lk(meta_mu_);
+    attrs_.erase(st.ino);  // size and mtime moved on
+  }
   if (!s.ok()) LOG_WARN("flush of inode {} chunk {} failed: {}", st.ino, index, s.ToString());
   return s;
 }

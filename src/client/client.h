@@ -5,10 +5,13 @@
 // Thread-safe. The FUSE daemon and the C API sit on top of this class.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "client/dss_pool.h"
@@ -17,6 +20,7 @@
 #include "client/file_state.h"
 #include "client/mds_client.h"
 #include "common/config.h"
+#include "net/rpc_server.h"
 
 namespace rustfs::client {
 
@@ -61,9 +65,33 @@ class Client {
 
   std::map<std::string, uint64_t> Stats() const;
 
+  // Called (from the lease callback thread) when another client changed
+  // inode `ino` (name empty) or the entry `name` in directory `ino`; the
+  // FUSE daemon forwards it to the kernel's caches.
+  using InvalidateHook = std::function<void(uint64_t ino, const std::string& name)>;
+  void SetInvalidateHook(InvalidateHook h) { invalidate_hook_ = std::move(h); }
+
+  // How long the kernel may cache attributes and entries: the lease time.
+  double CacheTimeoutSeconds() const { return lease_ms_ / 1000.0; }
+
+  ~Client();
+
  private:
   explicit Client(const Config& cfg);
   Status Connect();
+  Status RegisterSession();
+  void RenewLoop();
+  bool LeaseValid() const;
+  // Drops every cached attribute, entry and map (lease lost).
+  void DropAllCaches();
+  void OnRevoke(uint64_t ino, const std::string& name);
+  Status RefreshMap(FileState& st);
+  void CacheAttr(const pb::Attr& a, uint64_t seq_at_start);
+  std::shared_ptr<FileState> FindOpen(uint64_t ino);
+  // Forgets the cached entry `name` of `parent`, its inode's attributes and
+  // the parent's attributes (all change when the entry does).
+  void ForgetEntry(uint64_t parent, const std::string& name);
+  Result<pb::Attr> CreateCommon(uint32_t method, pb::CreateReq& r);
   Result<std::shared_ptr<FileState>> LoadState(uint64_t ino);
   Status FlushLocked(FileState& st);
   Status FlushOne(FileState& st, uint64_t index, bool grow_size = true);
@@ -77,6 +105,21 @@ class Client {
 
   std::mutex open_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<FileState>> open_;
+
+  // --- lease session (LLD-002 §1.1, §3.3) ---
+  std::unique_ptr<net::RpcServer> callback_;
+  std::atomic<uint64_t> client_id_{0};
+  uint32_t lease_ms_ = 10000;
+  std::atomic<int64_t> lease_valid_until_ns_{0};  // steady clock
+  std::atomic<bool> stop_{false};
+  std::thread renew_;
+  InvalidateHook invalidate_hook_;
+  // Bumped by every revocation: a reply fetched while it moved may be stale
+  // and is not cached.
+  std::atomic<uint64_t> revoke_seq_{0};
+  std::mutex meta_mu_;
+  std::unordered_map<uint64_t, pb::Attr> attrs_;  // by ino
+  std::map<std::pair<uint64_t, std::string>, uint64_t> entries_;  // (parent, name) -> ino
 
   Counter& app_bytes_read_;
   Counter& app_bytes_written_;

@@ -4,10 +4,12 @@
 
 namespace rustfs::client {
 
-EcWriter::EcWriter(DssPool& dss, MdsClient& mds, EcReader& reader)
+EcWriter::EcWriter(DssPool& dss, MdsClient& mds, EcReader& reader,
+                   const std::atomic<uint64_t>& client_id)
     : dss_(dss),
       mds_(mds),
       reader_(reader),
+      client_id_(client_id),
       bytes_written_(GetCounter("client.shard_bytes_written")),
       rmw_bytes_read_(GetCounter("client.rmw_bytes_read")) {}
 
@@ -42,6 +44,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
       mreq.set_ino(st.ino);
       mreq.set_offset(index * g.chunk_size);
       mreq.set_length(g.chunk_size);
+      mreq.set_client_id(client_id_);
       auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, mreq);
       if (!m) return m.error();
       if (m->chunks_size() != 1 || m->chunks(0).version() != base)
@@ -116,6 +119,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
   c.set_ino(st.ino);
   *c.mutable_chunk() = fresh;
   c.set_base_version(base);
+  c.set_client_id(client_id_);
   if (grow_size) c.set_size_at_least(index * g.chunk_size + d.ranges.max());
   auto attr = mds_.Call<pb::AttrReply>(pb::M_COMMIT_CHUNK, c);
   if (!attr) return attr.error();

@@ -10,6 +10,8 @@
 // commit stale, and the flush starts over from the new base.
 #pragma once
 
+#include <atomic>
+
 #include "client/dss_pool.h"
 #include "client/ec_reader.h"
 #include "client/file_state.h"
@@ -19,7 +21,9 @@ namespace rustfs::client {
 
 class EcWriter {
  public:
-  EcWriter(DssPool& dss, MdsClient& mds, EcReader& reader);
+  // `client_id` is the lease session the commits are made under (so the
+  // MDS revokes every holder but us).
+  EcWriter(DssPool& dss, MdsClient& mds, EcReader& reader, const std::atomic<uint64_t>& client_id);
 
   // Caller holds st.mu exclusively. On success st.chunks[index] is the new
   // version and, if `grow_size`, the MDS size covers the written bytes.
@@ -31,6 +35,7 @@ class EcWriter {
   DssPool& dss_;
   MdsClient& mds_;
   EcReader& reader_;
+  const std::atomic<uint64_t>& client_id_;
   Counter& bytes_written_;
   Counter& rmw_bytes_read_;
 };

@@ -2,6 +2,7 @@
 // (fetched whole at open, LLD-002 §1.1) and writes not yet published.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <shared_mutex>
@@ -43,6 +44,10 @@ struct FileState {
   std::map<uint64_t, pb::ChunkEntry> chunks;  // by chunk index; absent = hole
   std::map<uint64_t, DirtyChunk> dirty;       // by chunk index
   int opens = 0;                              // guarded by the client's table lock
+  // Set by a lease revocation (another client changed the file): the chunk
+  // map and size must be fetched again before the next read. Atomic so the
+  // revocation callback never waits for a reader or writer.
+  std::atomic<bool> map_stale{false};
 };
 
 layout::EcGeometry GeometryOf(const pb::Layout& l);

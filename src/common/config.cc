@@ -49,7 +49,8 @@ std::vector<Section> Schema(Config& c) {
       {"mds",
        {{"address", &c.mds.address},
         {"data_dir", &c.mds.data_dir},
-        {"heartbeat_timeout_ms", &c.mds.heartbeat_timeout_ms}}},
+        {"heartbeat_timeout_ms", &c.mds.heartbeat_timeout_ms},
+        {"lease_ms", &c.mds.lease_ms}}},
       {"layout",
        {{"chunk_size", &c.layout.chunk_size},
         {"kind", &c.layout.kind},
@@ -353,6 +354,7 @@ Status ValidatePositiveMs(std::string_view key, uint32_t ms) {
 
 Status ValidateMds(const Config::Mds& mds) {
   RUSTFS_RETURN_IF_ERROR(ValidateAddress("mds.address", mds.address));
+  RUSTFS_RETURN_IF_ERROR(ValidatePositiveMs("mds.lease_ms", mds.lease_ms));
   return ValidatePositiveMs("mds.heartbeat_timeout_ms", mds.heartbeat_timeout_ms);
 }
 

@@ -33,6 +33,9 @@ struct Config {
     std::string address = "127.0.0.1:9400";
     std::string data_dir = "/var/lib/rustfs/mds";
     uint32_t heartbeat_timeout_ms = 5000;  // a DSS silent this long is down
+    // Client leases (attributes, entries, chunk maps) last this long without
+    // renewal; a revocation waits at most this long for a silent client.
+    uint32_t lease_ms = 10000;
     bool operator==(const Mds&) const = default;
   } mds;
 

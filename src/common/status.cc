@@ -21,6 +21,7 @@ const char* CodeName(Code c) {
     case Code::kStale: return "Stale";
     case Code::kPermission: return "Permission";
     case Code::kNameTooLong: return "NameTooLong";
+    case Code::kRetry: return "Retry";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";
@@ -45,6 +46,7 @@ int Status::ToErrno() const {
     case Code::kPermission: return EACCES;
     case Code::kStale: return ESTALE;
     case Code::kNameTooLong: return ENAMETOOLONG;
+    case Code::kRetry: return EAGAIN;
     default: return EIO;
   }
 }

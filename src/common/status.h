@@ -26,6 +26,7 @@ enum class Code : int {
   kStale,            // a version or map the caller holds is out of date
   kPermission,       // EACCES / EPERM
   kNameTooLong,      // ENAMETOOLONG
+  kRetry,            // not done, do it again shortly (e.g. MDS grace period)
   kInternal,         // a bug
 };
 

@@ -17,11 +17,12 @@ namespace {
 using client::Client;
 using client::OpenFile;
 
-// Attributes and entries are cached by the kernel this long (seconds).
-// Short, because another client's changes are only seen after it expires.
-constexpr double kAttrTimeout = 1.0;
-
 Client& C(fuse_req_t req) { return *static_cast<Client*>(fuse_req_userdata(req)); }
+
+// The kernel caches attributes and entries as long as our lease lasts:
+// another client's change revokes the lease, and the revocation
+// invalidates the kernel's copy (see InstallInvalidation).
+double Timeout(fuse_req_t req) { return C(req).CacheTimeoutSeconds(); }
 
 void ToStat(const pb::Attr& a, struct stat* st) {
   std::memset(st, 0, sizeof *st);
@@ -44,8 +45,8 @@ void ReplyEntry(fuse_req_t req, const Result<pb::Attr>& a) {
   if (!a) return ReplyErr(req, a.error());
   fuse_entry_param e{};
   e.ino = a->ino();
-  e.attr_timeout = kAttrTimeout;
-  e.entry_timeout = kAttrTimeout;
+  e.attr_timeout = Timeout(req);
+  e.entry_timeout = Timeout(req);
   ToStat(*a, &e.attr);
   fuse_reply_entry(req, &e);
 }
@@ -71,7 +72,7 @@ void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   if (!a) return ReplyErr(req, a.error());
   struct stat st;
   ToStat(*a, &st);
-  fuse_reply_attr(req, &st, kAttrTimeout);
+  fuse_reply_attr(req, &st, Timeout(req));
 }
 
 int64_t Ns(const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
@@ -98,7 +99,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (!a) return ReplyErr(req, a.error());
   struct stat st;
   ToStat(*a, &st);
-  fuse_reply_attr(req, &st, kAttrTimeout);
+  fuse_reply_attr(req, &st, Timeout(req));
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
@@ -122,8 +123,8 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
   fi->fh = reinterpret_cast<uint64_t>(new std::shared_ptr<OpenFile>(std::move(*f)));
   fuse_entry_param e{};
   e.ino = a->ino();
-  e.attr_timeout = kAttrTimeout;
-  e.entry_timeout = kAttrTimeout;
+  e.attr_timeout = Timeout(req);
+  e.entry_timeout = Timeout(req);
   ToStat(*a, &e.attr);
   fuse_reply_create(req, &e, fi);
 }
@@ -285,6 +286,18 @@ fuse_lowlevel_ops MakeOps() {
 }
 
 }  // namespace
+
+void InstallInvalidation(client::Client& c, fuse_session* se) {
+  c.SetInvalidateHook([se](uint64_t ino, const std::string& name) {
+    // Errors (ENOENT: the kernel has nothing cached for it) are fine.
+    if (name.empty()) {
+      fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);  // attributes and cached pages
+    } else {
+      fuse_lowlevel_notify_inval_entry(se, ino, name.c_str(), name.size());
+      fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);  // the directory's attributes
+    }
+  });
+}
 
 const fuse_lowlevel_ops& Operations() {
   static const fuse_lowlevel_ops ops = MakeOps();

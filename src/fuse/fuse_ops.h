@@ -12,6 +12,9 @@ namespace rustfs::fuse {
 // client::Client* that outlives the session.
 const fuse_lowlevel_ops& Operations();
 
+// Forwards the client's lease revocations to the kernel's caches.
+void InstallInvalidation(client::Client& c, fuse_session* se);
+
 // The xattr that returns this daemon's counters as JSON
 // (`getfattr -n user.rustfs.stats MOUNT`).
 inline constexpr const char* kStatsXattr = "user.rustfs.stats";

@@ -51,7 +51,10 @@ Result<pb::Empty> WrapStatus(Status s) {
 
 }  // namespace
 
-MdsService::MdsService(const Config& cfg) : cfg_(cfg), server_("mds", 4) {
+MdsService::MdsService(const Config& cfg)
+    : cfg_(cfg),
+      server_("mds", 8),
+      leases_(std::chrono::milliseconds(cfg.mds.lease_ms), cfg.client.rpc_timeout_ms) {
   dss_.resize(cfg.dss.size());
   for (size_t i = 0; i < cfg.dss.size(); i++) {
     dss_[i].address = cfg.dss[i].address;
@@ -67,6 +70,8 @@ Result<std::unique_ptr<MdsService>> MdsService::Create(const Config& cfg) {
   auto store = MdsStore::Open(cfg.mds.data_dir, LayoutFromConfig(cfg));
   if (!store) return Err(store.error());
   s->store_ = std::move(*store);
+  // A brand-new store had no earlier incarnation whose leases could linger.
+  if (s->store_->created()) s->leases_.SkipGrace();
   s->RegisterHandlers();
   return s;
 }
@@ -83,32 +88,83 @@ std::vector<uint32_t> MdsService::AliveDss() {
 
 void MdsService::RegisterHandlers() {
   MdsStore* st = store_.get();
-  server_.Handle(pb::M_LOOKUP, Typed<pb::LookupReq>([st](const pb::LookupReq& r) {
-    return WrapAttr(st->Lookup(r.parent(), r.name()));
+  LeaseTable* lt = &leases_;
+  // Reads grant a lease before reading (so a racing change revokes it);
+  // changes revoke other holders after committing and before replying.
+  server_.Handle(pb::M_LOOKUP, Typed<pb::LookupReq>([st, lt](const pb::LookupReq& r) {
+    lt->Grant(r.client_id(), r.parent());
+    auto a = st->Lookup(r.parent(), r.name());
+    if (a) lt->Grant(r.client_id(), a->ino());
+    // The child was found before its lease was granted: read its
+    // attributes again under the grant, so a racing change revokes them.
+    if (a) a = st->GetAttr(a->ino());
+    return WrapAttr(std::move(a));
   }));
-  server_.Handle(pb::M_GETATTR, Typed<pb::GetAttrReq>([st](const pb::GetAttrReq& r) {
+  server_.Handle(pb::M_GETATTR, Typed<pb::GetAttrReq>([st, lt](const pb::GetAttrReq& r) {
+    lt->Grant(r.client_id(), r.ino());
     return WrapAttr(st->GetAttr(r.ino()));
   }));
-  server_.Handle(pb::M_SETATTR, Typed<pb::SetAttrReq>([st](const pb::SetAttrReq& r) {
-    return WrapAttr(st->SetAttr(r));
+  server_.Handle(pb::M_SETATTR, Typed<pb::SetAttrReq>([st, lt](const pb::SetAttrReq& r) -> Result<pb::AttrReply> {
+    RUSTFS_RETURN_ERR(lt->CheckGrace());
+    auto a = st->SetAttr(r);
+    if (a) lt->Revoke(r.ino(), "", r.client_id());
+    return WrapAttr(std::move(a));
   }));
-  server_.Handle(pb::M_CREATE, Typed<pb::CreateReq>([st](const pb::CreateReq& r) {
-    return WrapAttr(st->Create(r, false));
-  }));
-  server_.Handle(pb::M_MKDIR, Typed<pb::CreateReq>([st](const pb::CreateReq& r) {
-    return WrapAttr(st->Create(r, true));
-  }));
+  auto create = [st, lt](bool dir) {
+    return Typed<pb::CreateReq>([st, lt, dir](const pb::CreateReq& r) -> Result<pb::AttrReply> {
+      RUSTFS_RETURN_ERR(lt->CheckGrace());
+      lt->Grant(r.client_id(), r.parent());
+      auto a = st->Create(r, dir);
+      if (a) {
+        lt->Grant(r.client_id(), a->ino());
+        lt->Revoke(r.parent(), r.name(), r.client_id());
+      }
+      return WrapAttr(std::move(a));
+    });
+  };
+  server_.Handle(pb::M_CREATE, create(false));
+  server_.Handle(pb::M_MKDIR, create(true));
   server_.Handle(pb::M_READDIR, Typed<pb::ReadDirReq>([st](const pb::ReadDirReq& r) {
     return st->ReadDir(r.ino(), r.after(), r.max() ? r.max() : 1024);
   }));
-  server_.Handle(pb::M_UNLINK, Typed<pb::NameReq>([st](const pb::NameReq& r) {
-    return WrapStatus(st->Unlink(r.parent(), r.name()));
+  auto remove = [st, lt](bool dir) {
+    return Typed<pb::NameReq>([st, lt, dir](const pb::NameReq& r) -> Result<pb::Empty> {
+      RUSTFS_RETURN_ERR(lt->CheckGrace());
+      auto victim = st->Lookup(r.parent(), r.name());
+      Status s = dir ? st->Rmdir(r.parent(), r.name()) : st->Unlink(r.parent(), r.name());
+      if (s.ok()) {
+        lt->Revoke(r.parent(), r.name(), r.client_id());
+        if (victim) lt->Revoke(victim->ino(), "", r.client_id());
+      }
+      return WrapStatus(s);
+    });
+  };
+  server_.Handle(pb::M_UNLINK, remove(false));
+  server_.Handle(pb::M_RMDIR, remove(true));
+  server_.Handle(pb::M_RENAME, Typed<pb::RenameReq>([st, lt](const pb::RenameReq& r) -> Result<pb::Empty> {
+    RUSTFS_RETURN_ERR(lt->CheckGrace());
+    auto moved = st->Lookup(r.parent(), r.name());
+    auto replaced = st->Lookup(r.new_parent(), r.new_name());
+    Status s = st->Rename(r);
+    if (s.ok()) {
+      lt->Revoke(r.parent(), r.name(), r.client_id());
+      lt->Revoke(r.new_parent(), r.new_name(), r.client_id());
+      if (moved) lt->Revoke(moved->ino(), "", r.client_id());
+      if (replaced) lt->Revoke(replaced->ino(), "", r.client_id());
+    }
+    return WrapStatus(s);
   }));
-  server_.Handle(pb::M_RMDIR, Typed<pb::NameReq>([st](const pb::NameReq& r) {
-    return WrapStatus(st->Rmdir(r.parent(), r.name()));
+  server_.Handle(pb::M_REGISTER_CLIENT,
+                 Typed<pb::RegisterClientReq>([lt](const pb::RegisterClientReq& r)
+                                                  -> Result<pb::RegisterClientReply> {
+    if (r.callback_address().empty()) return Err(InvalidArgument("empty callback address"));
+    pb::RegisterClientReply rep;
+    rep.set_client_id(lt->Register(r.callback_address()));
+    rep.set_lease_ms(uint32_t(lt->lease().count()));
+    return rep;
   }));
-  server_.Handle(pb::M_RENAME, Typed<pb::RenameReq>([st](const pb::RenameReq& r) {
-    return WrapStatus(st->Rename(r));
+  server_.Handle(pb::M_RENEW_LEASES, Typed<pb::RenewLeasesReq>([lt](const pb::RenewLeasesReq& r) {
+    return WrapStatus(lt->Renew(r.client_id()));
   }));
   server_.Handle(pb::M_STATFS, Typed<pb::Empty>([this, st](const pb::Empty&) -> Result<pb::StatFsReply> {
     pb::StatFsReply r;
@@ -125,8 +181,9 @@ void MdsService::RegisterHandlers() {
     r.set_files(st->FileCount());
     return r;
   }));
-  server_.Handle(pb::M_GET_CHUNK_MAP, Typed<pb::GetChunkMapReq>([st](const pb::GetChunkMapReq& r) {
+  server_.Handle(pb::M_GET_CHUNK_MAP, Typed<pb::GetChunkMapReq>([st, lt](const pb::GetChunkMapReq& r) {
     GetCounter("mds.chunk_map_rpcs").Inc();
+    lt->Grant(r.client_id(), r.ino());  // the layout lease (LLD-002 §1.1)
     return st->GetChunkMap(r.ino(), r.offset(), r.length());
   }));
   server_.Handle(pb::M_ALLOCATE_CHUNK,
@@ -138,8 +195,13 @@ void MdsService::RegisterHandlers() {
     if (!place) return Err(place.error());
     return st->AllocateChunk(r.ino(), r.index(), *place);
   }));
-  server_.Handle(pb::M_COMMIT_CHUNK, Typed<pb::CommitChunkReq>([st](const pb::CommitChunkReq& r) {
-    return WrapAttr(st->CommitChunk(r));
+  server_.Handle(pb::M_COMMIT_CHUNK, Typed<pb::CommitChunkReq>([st, lt](const pb::CommitChunkReq& r) -> Result<pb::AttrReply> {
+    RUSTFS_RETURN_ERR(lt->CheckGrace());
+    auto a = st->CommitChunk(r);
+    // New chunk versions (and maybe a new size): every other holder's map
+    // and cached bytes of this file are stale.
+    if (a) lt->Revoke(r.ino(), "", r.client_id());
+    return WrapAttr(std::move(a));
   }));
   server_.Handle(pb::M_REGISTER_DSS,
                  Typed<pb::RegisterDssReq>([this](const pb::RegisterDssReq& r) -> Result<pb::Empty> {

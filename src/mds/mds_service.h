@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "mds/lease_table.h"
 #include "mds/mds_store.h"
 #include "net/rpc_channel.h"
 #include "net/rpc_server.h"
@@ -43,6 +44,7 @@ class MdsService {
   Config cfg_;
   std::unique_ptr<MdsStore> store_;
   net::RpcServer server_;
+  LeaseTable leases_;
   std::mutex dss_mu_;
   std::vector<DssState> dss_;
   std::atomic<bool> stop_{false};

@@ -87,6 +87,7 @@ Status MdsStore::Init(const pb::Layout& default_layout) {
   std::string v;
   if (db_->Get({}, kNextGarbage, &v).ok() && v.size() == 8) garbage_seq_ = GetBe64(v.data());
   if (db_->Get({}, InodeKey(kRootIno), &v).ok()) return Status::Ok();
+  created_ = true;
   pb::Attr root;
   root.set_ino(kRootIno);
   root.set_mode(S_IFDIR | 0755);

@@ -46,6 +46,8 @@ class MdsStore {
   Status Rmdir(uint64_t parent, const std::string& name);
   Status Rename(const pb::RenameReq& req);
   uint64_t FileCount();
+  // True when Open created the store (no earlier MDS ran on it).
+  bool created() const { return created_; }
 
   // Chunks of `ino` overlapping [offset, offset+length) (length 0 = all).
   Result<pb::GetChunkMapReply> GetChunkMap(uint64_t ino, uint64_t offset, uint64_t length);
@@ -81,6 +83,7 @@ class MdsStore {
   std::mutex mu_;
   std::unique_ptr<rocksdb::DB> db_;
   uint64_t garbage_seq_ = 0;  // in-memory mirror of Mnext_garbage
+  bool created_ = false;
 };
 
 int64_t NowNs();

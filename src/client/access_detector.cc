@@ -1,0 +1,333 @@
+#include "client/access_detector.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace rustfs::client {
+namespace {
+
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+// Doubling a window must not overflow; no real window gets near this.
+constexpr uint64_t kWindowCap = uint64_t{1} << 62;
+
+// Offsets come from the kernel and from hints; a hostile or buggy caller may
+// send values near 2^64, and wrapping would turn "far ahead" into "behind".
+uint64_t SatAdd(uint64_t a, uint64_t b) { return a > kMaxU64 - b ? kMaxU64 : a + b; }
+
+AccessDetector::Options Sanitize(AccessDetector::Options o) {
+  o.history = std::clamp<uint32_t>(o.history, 2, 64);
+  o.min_samples = std::clamp<uint32_t>(o.min_samples, 1, o.history);
+  if (o.initial_window == 0) o.initial_window = AccessDetector::Options().initial_window;
+  o.initial_window = std::min(o.initial_window, kWindowCap);
+  o.max_window = std::clamp(o.max_window, o.initial_window, kWindowCap);
+  return o;
+}
+
+StrideDetector::Options Sanitize(StrideDetector::Options o) {
+  o.history = std::clamp<uint32_t>(o.history, 3, 64);
+  o.min_matches = std::clamp<uint32_t>(o.min_matches, 2, o.history - 1);
+  o.depth = std::max<uint32_t>(o.depth, 1);
+  return o;
+}
+
+// A hint's range in ByteRange form: POSIX length 0 means "to end of file",
+// which we cannot resolve here, so it reaches as far as representable.
+std::optional<ByteRange> HintRange(uint64_t offset, uint64_t length) {
+  if (offset == kMaxU64) return std::nullopt;
+  const uint64_t room = kMaxU64 - offset;
+  return ByteRange{offset, length == 0 ? room : std::min(length, room)};
+}
+
+}  // namespace
+
+const char* ModeName(AccessMode mode) {
+  switch (mode) {
+    case AccessMode::kUnknown: return "unknown";
+    case AccessMode::kSequential: return "sequential";
+    case AccessMode::kRandom: return "random";
+    case AccessMode::kAccessPlan: return "access-plan";
+  }
+  return "unknown";
+}
+
+std::optional<HintKind> HintKindFromAdvice(int advice) {
+  switch (advice) {
+    case POSIX_FADV_NORMAL: return HintKind::kNormal;
+    case POSIX_FADV_SEQUENTIAL: return HintKind::kSequential;
+    case POSIX_FADV_RANDOM: return HintKind::kRandom;
+    case POSIX_FADV_WILLNEED: return HintKind::kWillNeed;
+    case POSIX_FADV_DONTNEED: return HintKind::kDontNeed;
+    default: return std::nullopt;  // POSIX_FADV_NOREUSE and anything unknown
+  }
+}
+
+// ---------------------------------------------------------------------------
+// AccessDetector
+
+AccessDetector::AccessDetector(Options options) : opt_(Sanitize(options)) {}
+
+bool AccessDetector::FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) const {
+  return end > pos && offset <= SatAdd(pos, opt_.sequential_gap) &&
+         SatAdd(offset, opt_.sequential_gap) >= pos;
+}
+
+bool AccessDetector::ClassifyLocked(uint64_t offset, uint64_t end) const {
+  // The kernel's convention: a first read at the start of the file is the
+  // start of a scan.
+  if (ring_.empty()) return offset == 0;
+  for (const Seen& s : ring_) {
+    if (FollowsLocked(offset, end, s.end)) return true;
+  }
+  // Following the stream counts too, so that the read resuming a scan after
+  // a stray read is sequential rather than a second stray.
+  return stream_ && FollowsLocked(offset, end, stream_pos_);
+}
+
+void AccessDetector::UpdateDetectedLocked() {
+  const size_t n = ring_.size();
+  if (n < opt_.min_samples) return;
+  const size_t seq = static_cast<size_t>(
+      std::count_if(ring_.begin(), ring_.end(), [](const Seen& s) { return s.sequential; }));
+  if (4 * seq >= 3 * n) {
+    detected_ = AccessMode::kSequential;
+  } else if (4 * seq <= n) {
+    detected_ = AccessMode::kRandom;
+  }
+  // Otherwise the evidence is mixed: keep the current mode (hysteresis).
+}
+
+AccessMode AccessDetector::ModeLocked() const {
+  if (plan_active_) return AccessMode::kAccessPlan;
+  if (pinned_) return *pinned_;
+  return detected_;
+}
+
+void AccessDetector::ResetStreamLocked() {
+  stream_ = false;
+  stream_pos_ = prefetched_end_ = trigger_ = window_ = 0;
+}
+
+AccessDetector::Decision AccessDetector::IssueLocked(uint64_t start, uint64_t file_size) {
+  // At end of file there is nothing to ask for; the window does not grow
+  // either, so a file that is being appended to resumes where it was.
+  if (start >= file_size) return {};
+  const uint64_t w = window_ == 0 ? opt_.initial_window : std::min(window_ * 2, opt_.max_window);
+  const uint64_t end = std::min(SatAdd(start, w), file_size);
+  window_ = w;
+  trigger_ = start;
+  prefetched_end_ = end;
+  return {AccessMode::kSequential, start, end - start};
+}
+
+AccessDetector::Decision AccessDetector::StartStreamLocked(uint64_t end, uint64_t file_size) {
+  stream_ = true;
+  stream_pos_ = prefetched_end_ = trigger_ = end;
+  window_ = 0;
+  return IssueLocked(end, file_size);
+}
+
+AccessDetector::Decision AccessDetector::ReadAheadLocked(uint64_t offset, uint64_t end,
+                                                         uint64_t file_size, bool sequential) {
+  if (stream_) {
+    // Behind the stream and close to it: a read another FUSE thread
+    // overtook. It must neither restart the stream nor fetch anything.
+    if (end <= stream_pos_ && stream_pos_ - end <= std::max(window_, opt_.reorder_window)) {
+      return {};
+    }
+    // Continuing: starts near where the stream stands, or jumps forward but
+    // no further than what was prefetched (the reader skipped some bytes).
+    const bool continues =
+        SatAdd(offset, opt_.sequential_gap) >= stream_pos_ &&
+        offset <= std::max(SatAdd(stream_pos_, opt_.sequential_gap), prefetched_end_);
+    if (continues) {
+      if (end <= stream_pos_) return {};
+      stream_pos_ = end;
+      // The reader has entered the last window issued: issue the next one
+      // now, while it still has that window's worth of bytes to read.
+      if (end > trigger_) return IssueLocked(std::max(prefetched_end_, end), file_size);
+      return {};
+    }
+  }
+  // Not part of a stream. A sequential read here starts a new one (the
+  // reader moved elsewhere and scans on); a stray read does not, unless the
+  // application told us the file is read sequentially.
+  const bool pinned = pinned_ == AccessMode::kSequential;
+  if (sequential || pinned) {
+    return StartStreamLocked(end, file_size);
+  }
+  return {};
+}
+
+AccessDetector::Decision AccessDetector::OnRead(uint64_t offset, uint64_t length,
+                                                uint64_t file_size) {
+  std::lock_guard lock(mu_);
+  if (length == 0) return {ModeLocked(), 0, 0};
+  const uint64_t end = SatAdd(offset, length);
+  const bool sequential = ClassifyLocked(offset, end);
+  // Reads this one precedes were overtaken by it, not random.
+  for (Seen& s : ring_) {
+    if (!s.sequential && FollowsLocked(s.offset, s.end, end)) s.sequential = true;
+  }
+  ring_.push_back({offset, end, sequential});
+  if (ring_.size() > opt_.history) ring_.pop_front();
+  UpdateDetectedLocked();
+  const AccessMode mode = ModeLocked();
+  if (mode != AccessMode::kSequential) {
+    ResetStreamLocked();
+    return {mode, 0, 0};
+  }
+  Decision d = ReadAheadLocked(offset, end, file_size, sequential);
+  d.mode = mode;
+  return d;
+}
+
+void AccessDetector::Push(std::deque<ByteRange>& q, ByteRange r) {
+  q.push_back(r);
+  if (q.size() > kMaxPendingHints) q.pop_front();
+}
+
+std::optional<ByteRange> AccessDetector::Pop(std::deque<ByteRange>& q) {
+  if (q.empty()) return std::nullopt;
+  ByteRange r = q.front();
+  q.pop_front();
+  return r;
+}
+
+void AccessDetector::Hint(HintKind kind, uint64_t offset, uint64_t length) {
+  std::lock_guard lock(mu_);
+  switch (kind) {
+    case HintKind::kNormal:
+      pinned_.reset();
+      break;
+    case HintKind::kSequential:
+      pinned_ = AccessMode::kSequential;
+      break;
+    case HintKind::kRandom:
+      pinned_ = AccessMode::kRandom;
+      ResetStreamLocked();
+      break;
+    case HintKind::kWillNeed:
+      if (auto r = HintRange(offset, length)) Push(will_need_, *r);
+      break;
+    case HintKind::kDontNeed:
+      if (auto r = HintRange(offset, length)) {
+        Push(dont_need_, *r);
+        // The caller is about to drop prefetched bytes the reader has not
+        // reached; the stream would believe them fetched and never ask
+        // again, so start it afresh from the reader's next read.
+        if (stream_ && r->offset < prefetched_end_ && r->end() > stream_pos_) ResetStreamLocked();
+      }
+      break;
+  }
+}
+
+std::optional<ByteRange> AccessDetector::TakeWillNeed() {
+  std::lock_guard lock(mu_);
+  return Pop(will_need_);
+}
+
+std::optional<ByteRange> AccessDetector::TakeDontNeed() {
+  std::lock_guard lock(mu_);
+  return Pop(dont_need_);
+}
+
+void AccessDetector::SetPlanActive(bool active) {
+  std::lock_guard lock(mu_);
+  plan_active_ = active;
+  if (active) ResetStreamLocked();
+}
+
+AccessMode AccessDetector::mode() const {
+  std::lock_guard lock(mu_);
+  return ModeLocked();
+}
+
+uint64_t AccessDetector::window() const {
+  std::lock_guard lock(mu_);
+  return stream_ ? window_ : 0;
+}
+
+// ---------------------------------------------------------------------------
+// StrideDetector
+
+StrideDetector::StrideDetector(Options options) : opt_(Sanitize(options)) {}
+
+std::optional<StrideDetector::Pattern> StrideDetector::DetectLocked() const {
+  if (reads_.size() < 3) return std::nullopt;
+  const uint64_t record = reads_.back().length;
+  // Deltas between consecutive reads of exactly the record size; unsigned
+  // subtraction reinterpreted as signed gives the backwards strides.
+  std::vector<int64_t> deltas;
+  deltas.reserve(reads_.size());
+  for (size_t i = 1; i < reads_.size(); ++i) {
+    if (reads_[i].length != record || reads_[i - 1].length != record) continue;
+    deltas.push_back(static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset));
+  }
+  // The histogram's mode; history is at most 64, so quadratic is fine.
+  int64_t best = 0;
+  size_t best_count = 0;
+  for (int64_t d : deltas) {
+    if (d == 0) continue;
+    const size_t c = static_cast<size_t>(std::count(deltas.begin(), deltas.end(), d));
+    if (c > best_count) best = d, best_count = c;
+  }
+  const size_t all_deltas = reads_.size() - 1;
+  if (best_count < opt_.min_matches || 2 * best_count <= all_deltas) return std::nullopt;
+  // Forward strides that leave gaps smaller than the sequential gap are a
+  // scan with holes: read-ahead already fetches those bytes.
+  if (best > 0 && static_cast<uint64_t>(best) <= SatAdd(record, opt_.sequential_gap)) {
+    return std::nullopt;
+  }
+  return Pattern{best, record};
+}
+
+std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
+                                              uint64_t file_size) {
+  std::lock_guard lock(mu_);
+  std::vector<ByteRange> out;
+  if (length == 0) return out;
+  const bool had_prev = !reads_.empty();
+  const Read prev = had_prev ? reads_.back() : Read{0, 0};
+  reads_.push_back({offset, length});
+  if (reads_.size() > opt_.history) reads_.pop_front();
+
+  const std::optional<Pattern> p = DetectLocked();
+  if (p != pattern_) last_predicted_.reset();
+  pattern_ = p;
+  // Predict only while the reader is on the stride right now; after a break
+  // the next prediction starts from wherever it resumes.
+  const bool on_stride = p && had_prev && prev.length == length &&
+                         static_cast<int64_t>(offset - prev.offset) == p->stride;
+  if (!on_stride) {
+    last_predicted_.reset();
+    return out;
+  }
+  const int64_t s = p->stride;
+  const uint64_t step = s > 0 ? static_cast<uint64_t>(s) : static_cast<uint64_t>(-(s + 1)) + 1;
+  uint64_t at = offset;
+  for (uint32_t k = 0; k < opt_.depth; ++k) {
+    if (s > 0) {
+      if (at > kMaxU64 - step) break;
+      at += step;
+      if (at >= file_size) break;
+    } else {
+      if (at < step) break;
+      at -= step;
+      if (at >= file_size) continue;  // the file shrank under us; those records are gone
+    }
+    const bool fresh = !last_predicted_ || (s > 0 ? at > *last_predicted_ : at < *last_predicted_);
+    if (!fresh) continue;
+    out.push_back({at, std::min(p->record_size, file_size - at)});
+    last_predicted_ = at;
+  }
+  return out;
+}
+
+std::optional<StrideDetector::Pattern> StrideDetector::pattern() const {
+  std::lock_guard lock(mu_);
+  return pattern_;
+}
+
+}  // namespace rustfs::client
