@@ -98,6 +98,53 @@ class Cluster:
             return f.read()
 
 
+class SecondMount:
+    """Another client process (its own rustfs-fuse) mounting the same cluster."""
+
+    def __init__(self, cluster, root):
+        self.mnt = os.path.join(root, "mnt2")
+        os.makedirs(self.mnt, exist_ok=True)
+        self.log = open(os.path.join(root, "fuse2.log"), "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN, "rustfs-fuse"), "--config", os.path.join(cluster.dir, "rustfs.toml"),
+             "--mount", self.mnt], stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            if os.path.ismount(self.mnt):
+                return
+            assert self.proc.poll() is None, open(self.log.name).read()
+            time.sleep(0.05)
+        raise RuntimeError("second mount did not come up")
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def stats(self):
+        return json.loads(os.getxattr(self.mnt, "user.rustfs.stats"))
+
+    def close(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def two_clients(tmp_root):
+    """A cluster mounted twice, by two separate client processes."""
+    c = Cluster(tmp_root)
+    m2 = None
+    try:
+        m2 = SecondMount(c, tmp_root)
+        yield c, m2
+    finally:
+        if m2:
+            m2.close()
+        c.down()
+
+
 def counter(stats, proc, name):
     return stats.get(proc, {}).get(name, 0)
 
