@@ -64,12 +64,24 @@ Result<std::unique_ptr<Client>> Client::Create(const Config& cfg) {
   std::unique_ptr<Client> c(new Client(cfg));
   RUSTFS_RETURN_ERR(c->Connect());
   RUSTFS_RETURN_ERR(c->RegisterSession());
+  if (cfg.fragment_cache.enabled) {
+    auto fc = FragmentCache::Create(cfg.fragment_cache);
+    if (!fc) return Err(fc.error());
+    c->fcache_ = std::move(*fc);
+    for (int i = 0; i < kPrefetchThreads; i++)
+      c->prefetchers_.emplace_back([p = c.get()] { p->PrefetchLoop(); });
+  }
   c->renew_ = std::thread([p = c.get()] { p->RenewLoop(); });
   return c;
 }
 
 Client::~Client() {
-  stop_ = true;
+  {
+    std::lock_guard lk(prefetch_mu_);
+    stop_ = true;
+  }
+  prefetch_cv_.notify_all();
+  for (auto& t : prefetchers_) t.join();
   if (renew_.joinable()) renew_.join();
   if (callback_) callback_->Stop();
 }
@@ -138,8 +150,11 @@ void Client::DropAllCaches() {
     attrs_.clear();
     entries_.clear();
   }
-  std::lock_guard lk(open_mu_);
-  for (auto& [ino, st] : open_) st->map_stale = true;
+  {
+    std::lock_guard lk(open_mu_);
+    for (auto& [ino, st] : open_) st->map_stale = true;
+  }
+  if (fcache_) fcache_->Clear();
 }
 
 void Client::OnRevoke(uint64_t ino, const std::string& name) {
@@ -151,8 +166,10 @@ void Client::OnRevoke(uint64_t ino, const std::string& name) {
     attrs_.erase(ino);
     if (!name.empty()) entries_.erase({ino, name});
   }
-  if (name.empty())
+  if (name.empty()) {
     if (auto st = FindOpen(ino)) st->map_stale = true;
+    if (fcache_) fcache_->Erase(ino);
+  }
   if (invalidate_hook_) invalidate_hook_(ino, name);
 }
 
@@ -267,6 +284,7 @@ Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& in) {
   auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
   if (!a) return a;
   CacheAttr(*a, seq);
+  if (fcache_) fcache_->Erase(req.ino());
   st->attr = *a;
   uint64_t keep = (a->size() + st->geo.chunk_size - 1) / st->geo.chunk_size;
   st->chunks.erase(st->chunks.lower_bound(keep), st->chunks.end());
@@ -410,7 +428,9 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
     auto it = open_.find(ino);
     if (it != open_.end()) {
       it->second->opens++;
-      return std::make_shared<OpenFile>(OpenFile{it->second});
+      auto f = std::make_shared<OpenFile>();
+      f->state = it->second;
+      return f;
     }
   }
   auto st = LoadState(ino);
@@ -418,7 +438,9 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
   std::lock_guard lk(open_mu_);
   auto [it, inserted] = open_.emplace(ino, *st);  // another opener may have won
   it->second->opens++;
-  return std::make_shared<OpenFile>(OpenFile{it->second});
+  auto f = std::make_shared<OpenFile>();
+  f->state = it->second;
+  return f;
 }
 
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
@@ -438,6 +460,17 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
   if (offset >= size || len == 0) return 0;
   len = std::min<uint64_t>(len, size - offset);
   app_bytes_read_.Add(len);
+  Observe(f, st, f.detector.OnRead(offset, len, size));
+  if (!fcache_) {
+    RUSTFS_RETURN_ERR(FetchRange(st, offset, len, buf));
+    return len;
+  }
+  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf));
+  return len;
+}
+
+// Caller holds st.mu (shared is enough).
+Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf) {
   std::vector<ReadExtent> extents;
   for (auto& s : layout::SplitFileRange(st.geo.chunk_size, offset, len)) {
     auto it = st.chunks.find(s.chunk_index);
@@ -447,8 +480,98 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
     }
     extents.push_back({&it->second, s.chunk_offset, s.length, buf + s.buf_offset});
   }
-  if (!extents.empty()) RUSTFS_RETURN_ERR(reader_->Read(st.ino, st.geo, extents));
-  return len;
+  if (extents.empty()) return Status::Ok();
+  return reader_->Read(st.ino, st.geo, extents);
+}
+
+// Serves [offset, offset+len) (within the file) from the fragment cache,
+// fetching the missing pages (whole 4 KiB pages: the DSS reads and checks
+// them anyway, so caching them costs no extra disk bytes) and caching them.
+// `buf` may be null (prefetch: fill the cache only). Caller holds st.mu.
+Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf) {
+  const uint64_t size = st.attr.size();
+  const uint64_t P = FragmentCache::kPage;
+  std::string scratch;
+  if (!buf) {
+    scratch.resize(len);
+    buf = scratch.data();
+  }
+  uint64_t seq = revoke_seq_.load();
+  for (const auto& m : fcache_->Read(st.ino, offset, len, buf)) {
+    uint64_t fetch_len = std::min(m.offset + m.length, (size + P - 1) / P * P) - m.offset;
+    std::string pages(fetch_len, '\0');
+    uint64_t valid = std::min(m.offset + fetch_len, size) - m.offset;  // bytes before EOF
+    RUSTFS_RETURN_IF_ERROR(FetchRange(st, m.offset, valid, pages.data()));
+    // Not cached if a revocation came in meanwhile: these bytes may predate it.
+    if (revoke_seq_.load() == seq) fcache_->Insert(st.ino, m.offset, pages);
+    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + fetch_len, offset + len);
+    if (e > s) std::memcpy(buf + (s - offset), pages.data() + (s - m.offset), e - s);
+  }
+  return Status::Ok();
+}
+
+// Acts on the detector's decision after a read or a hint: read-ahead and
+// WILLNEED ranges go to the prefetcher, DONTNEED ranges leave the cache.
+void Client::Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d) {
+  static Counter& to_random = GetCounter("client.mode_switches_to_random");
+  static Counter& to_seq = GetCounter("client.mode_switches_to_sequential");
+  int prev = st.last_mode.exchange(int(d.mode));
+  if (prev != int(d.mode)) {
+    if (d.mode == AccessMode::kRandom) to_random.Inc();
+    if (d.mode == AccessMode::kSequential) to_seq.Inc();
+  }
+  if (!fcache_) return;
+  if (d.prefetch_length) Prefetch(f.state, d.prefetch_offset, d.prefetch_length);
+  while (auto r = f.detector.TakeWillNeed()) Prefetch(f.state, r->offset, r->length);
+  while (auto r = f.detector.TakeDontNeed()) fcache_->Erase(st.ino, r->offset, r->length);
+}
+
+void Client::Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len) {
+  {
+    std::lock_guard lk(prefetch_mu_);
+    if (prefetch_q_.size() >= kMaxQueuedPrefetches) return;  // advice, not a promise
+    prefetch_q_.push_back({std::move(st), offset, len});
+  }
+  prefetch_cv_.notify_one();
+}
+
+void Client::PrefetchLoop() {
+  static Counter& bytes = GetCounter("client.prefetch_bytes");
+  for (;;) {
+    PrefetchJob job;
+    {
+      std::unique_lock lk(prefetch_mu_);
+      prefetch_cv_.wait(lk, [&] { return stop_ || !prefetch_q_.empty(); });
+      if (stop_) return;
+      job = std::move(prefetch_q_.front());
+      prefetch_q_.pop_front();
+    }
+    FileState& st = *job.state;
+    std::shared_lock rl(st.mu);
+    // A file being written or just revoked is left alone: the reader's own
+    // path will refresh it, and prefetch must never cache stale bytes.
+    if (!st.dirty.empty() || st.map_stale || !LeaseValid()) continue;
+    uint64_t size = st.attr.size();
+    if (job.offset >= size) continue;
+    uint64_t len = std::min(job.length, size - job.offset);
+    // Page-align so whole pages are cached.
+    uint64_t start = job.offset / FragmentCache::kPage * FragmentCache::kPage;
+    len += job.offset - start;
+    if (Status s = ReadThroughCache(st, start, len, nullptr); s.ok()) bytes.Add(len);
+  }
+}
+
+Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {
+  static Counter& hints = GetCounter("client.hints_received");
+  auto kind = HintKindFromAdvice(advice);
+  if (!kind) return Status::Ok();  // NOREUSE and unknown advice: nothing to do
+  hints.Inc();
+  f.detector.Hint(*kind, offset, len);
+  FileState& st = *f.state;
+  AccessDetector::Decision d;
+  d.mode = f.detector.mode();
+  Observe(f, st, d);
+  return Status::Ok();
 }
 
 Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len) {
@@ -480,6 +603,7 @@ Status Client::FlushOne(FileState& st, uint64_t index, bool grow_size) {
     std::lock_guard lk(meta_mu_);
     attrs_.erase(st.ino);  // size and mtime moved on
   }
+  if (fcache_) fcache_->Erase(st.ino, index * st.geo.chunk_size, st.geo.chunk_size);
   if (!s.ok()) LOG_WARN("flush of inode {} chunk {} failed: {}", st.ino, index, s.ToString());
   return s;
 }
@@ -512,5 +636,10 @@ Status Client::Release(std::shared_ptr<OpenFile> f) {
 }
 
 std::map<std::string, uint64_t> Client::Stats() const { return SnapshotCounters(); }
+
+std::string Client::ModeOf(uint64_t ino) {
+  auto st = FindOpen(ino);
+  return ModeName(st ? AccessMode(st->last_mode.load()) : AccessMode::kUnknown);
+}
 
 }  // namespace rustfs::client

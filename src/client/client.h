@@ -6,6 +6,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,8 +18,10 @@
 
 #include "client/dss_pool.h"
 #include "client/ec_reader.h"
+#include "client/access_detector.h"
 #include "client/ec_writer.h"
 #include "client/file_state.h"
+#include "client/fragment_cache.h"
 #include "client/mds_client.h"
 #include "common/config.h"
 #include "net/rpc_server.h"
@@ -27,6 +31,7 @@ namespace rustfs::client {
 // An open file. Owned by the caller (shared_ptr), passed back to Read/Write.
 struct OpenFile {
   std::shared_ptr<FileState> state;
+  AccessDetector detector;  // this handle's access pattern (LLD-002 §1.2)
 };
 
 class Client {
@@ -58,12 +63,20 @@ class Client {
   // Reads up to `len` bytes at `offset` into `buf`; short at end of file.
   Result<size_t> Read(OpenFile& f, uint64_t offset, size_t len, char* buf);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
+  // An fadvise-style hint (POSIX_FADV_* advice) on [offset, offset+len),
+  // len 0 = to end of file: RANDOM / SEQUENTIAL pin the handle's mode,
+  // NORMAL returns to detection, WILLNEED prefetches the range into the
+  // fragment cache, DONTNEED drops its cached fragments.
+  Status Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice);
   // Publishes every buffered write of the file (close, fsync).
   Status Flush(OpenFile& f);
   // Flushes, and forgets the file's state when its last handle goes.
   Status Release(std::shared_ptr<OpenFile> f);
 
   std::map<std::string, uint64_t> Stats() const;
+  // The access mode of the open inode's most recent read or hint
+  // ("unknown" when not open).
+  std::string ModeOf(uint64_t ino);
 
   // Called (from the lease callback thread) when another client changed
   // inode `ino` (name empty) or the entry `name` in directory `ino`; the
@@ -92,6 +105,11 @@ class Client {
   // the parent's attributes (all change when the entry does).
   void ForgetEntry(uint64_t parent, const std::string& name);
   Result<pb::Attr> CreateCommon(uint32_t method, pb::CreateReq& r);
+  Status FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf);
+  Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf);
+  void Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d);
+  void Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len);
+  void PrefetchLoop();
   Result<std::shared_ptr<FileState>> LoadState(uint64_t ino);
   Status FlushLocked(FileState& st);
   Status FlushOne(FileState& st, uint64_t index, bool grow_size = true);
@@ -120,6 +138,20 @@ class Client {
   std::mutex meta_mu_;
   std::unordered_map<uint64_t, pb::Attr> attrs_;  // by ino
   std::map<std::pair<uint64_t, std::string>, uint64_t> entries_;  // (parent, name) -> ino
+
+  // --- fragment cache and read-ahead (LLD-002 §3.1, §1.2) ---
+  std::unique_ptr<FragmentCache> fcache_;  // null when disabled
+  struct PrefetchJob {
+    std::shared_ptr<FileState> state;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+  };
+  static constexpr int kPrefetchThreads = 2;
+  static constexpr size_t kMaxQueuedPrefetches = 64;
+  std::mutex prefetch_mu_;
+  std::condition_variable prefetch_cv_;
+  std::deque<PrefetchJob> prefetch_q_;
+  std::vector<std::thread> prefetchers_;
 
   Counter& app_bytes_read_;
   Counter& app_bytes_written_;

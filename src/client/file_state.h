@@ -48,6 +48,8 @@ struct FileState {
   // map and size must be fetched again before the next read. Atomic so the
   // revocation callback never waits for a reader or writer.
   std::atomic<bool> map_stale{false};
+  // The AccessMode the last read of any handle was classified as (stats).
+  std::atomic<int> last_mode{0};
 };
 
 layout::EcGeometry GeometryOf(const pb::Layout& l);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "rustfs/ioctl.h"
 
 namespace rustfs::fuse {
 
@@ -251,9 +252,41 @@ void StatFs(fuse_req_t req, fuse_ino_t) {
   fuse_reply_statfs(req, &v);
 }
 
-void GetXattr(fuse_req_t req, fuse_ino_t, const char* name, size_t size) {
-  if (std::strcmp(name, kStatsXattr) != 0) { fuse_reply_err(req, ENODATA); return; }
-  std::string json = CountersToJson(C(req).Stats());
+// The kernel does not pass posix_fadvise to FUSE daemons: hints arrive as
+// RUSTFS_IOC_FADVISE on the open file (sent by applications, or by
+// librustfs_preload.so on their behalf).
+void Ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* fi,
+           unsigned flags, const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
+  if (flags & FUSE_IOCTL_DIR) { fuse_reply_err(req, ENOTTY); return; }
+  if (cmd == RUSTFS_IOC_MAGIC_GET) {
+    uint64_t magic = RUSTFS_MAGIC;
+    if (out_bufsz < sizeof magic) { fuse_reply_err(req, EINVAL); return; }
+    fuse_reply_ioctl(req, 0, &magic, sizeof magic);
+    return;
+  }
+  if (cmd == RUSTFS_IOC_FADVISE) {
+    rustfs_fadvise a;
+    if (in_bufsz != sizeof a) { fuse_reply_err(req, EINVAL); return; }
+    std::memcpy(&a, in_buf, sizeof a);
+    if (a.reserved != 0) { fuse_reply_err(req, EINVAL); return; }
+    Status s = C(req).Advise(FileOf(fi), a.offset, a.length, int(a.advice));
+    if (!s.ok()) { ReplyErr(req, s); return; }
+    fuse_reply_ioctl(req, 0, nullptr, 0);
+    return;
+  }
+  fuse_reply_err(req, ENOTTY);
+}
+
+void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  std::string json;
+  if (std::strcmp(name, kStatsXattr) == 0) {
+    json = CountersToJson(C(req).Stats());
+  } else if (std::strcmp(name, kModeXattr) == 0) {
+    json = C(req).ModeOf(ino);
+  } else {
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
   if (size == 0) { fuse_reply_xattr(req, json.size()); return; }
   if (size < json.size()) { fuse_reply_err(req, ERANGE); return; }
   fuse_reply_buf(req, json.data(), json.size());
@@ -282,6 +315,7 @@ fuse_lowlevel_ops MakeOps() {
   o.releasedir = ReleaseDir;
   o.statfs = StatFs;
   o.getxattr = GetXattr;
+  o.ioctl = Ioctl;
   return o;
 }
 

@@ -18,5 +18,7 @@ void InstallInvalidation(client::Client& c, fuse_session* se);
 // The xattr that returns this daemon's counters as JSON
 // (`getfattr -n user.rustfs.stats MOUNT`).
 inline constexpr const char* kStatsXattr = "user.rustfs.stats";
+// The access mode of an open file's most recent read ("random", ...).
+inline constexpr const char* kModeXattr = "user.rustfs.mode";
 
 }  // namespace rustfs::fuse

@@ -1,0 +1,113 @@
+#include "client/fragment_cache.h"
+
+#include <bit>
+#include <cstring>
+
+namespace rustfs::client {
+
+Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::FragmentCache& cfg) {
+  if (cfg.grain_size < kPage || cfg.grain_size > 64 * kPage || !std::has_single_bit(cfg.grain_size))
+    return Err(InvalidArgument("fragment_cache.grain_size = " + FormatByteSize(cfg.grain_size) +
+                               ": must be a power of two from 4KiB to 256KiB"));
+  Cache::Options o;
+  o.capacity_bytes = cfg.capacity;
+  o.policy = cfg.policy;
+  o.expected_value_bytes = cfg.grain_size;
+  o.metrics_prefix = "client.fragment_cache";
+  auto c = Cache::Create(o);
+  if (!c) return Err(c.error());
+  return std::unique_ptr<FragmentCache>(new FragmentCache(cfg.grain_size, std::move(*c)));
+}
+
+uint64_t FragmentCache::MaskOf(const std::string& v) {
+  uint64_t m;
+  std::memcpy(&m, v.data(), 8);
+  return m;
+}
+
+const char* FragmentCache::PageOf(const std::string& v, uint32_t page) {
+  uint64_t below = MaskOf(v) & ((uint64_t(1) << page) - 1);
+  return v.data() + 8 + std::popcount(below) * kPage;
+}
+
+std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t offset, uint64_t len,
+                                                      char* dst) {
+  std::vector<Range> misses;
+  auto miss = [&](uint64_t page_off) {
+    if (!misses.empty() && misses.back().offset + misses.back().length == page_off)
+      misses.back().length += kPage;
+    else
+      misses.push_back({page_off, kPage});
+  };
+  const uint64_t end = offset + len;
+  for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
+    auto v = cache_->Lookup({ino, g});
+    uint64_t mask = v ? MaskOf(*v) : 0;
+    uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
+    uint64_t to = std::min(end, (g + 1) * grain_);
+    for (uint64_t p = from; p < to; p += kPage) {
+      uint32_t page = uint32_t((p - g * grain_) / kPage);
+      if (!(mask >> page & 1)) {
+        miss(p);
+        continue;
+      }
+      uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
+      std::memcpy(dst + (s - offset), PageOf(*v, page) + (s - p), e - s);
+    }
+  }
+  return misses;
+}
+
+bool FragmentCache::Contains(uint64_t ino, uint64_t offset, uint64_t len) {
+  const uint64_t end = offset + len;
+  for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
+    auto v = cache_->Lookup({ino, g});
+    if (!v) return false;
+    uint64_t mask = MaskOf(*v);
+    uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
+    uint64_t to = std::min(end, (g + 1) * grain_);
+    for (uint64_t p = from; p < to; p += kPage)
+      if (!(mask >> ((p - g * grain_) / kPage) & 1)) return false;
+  }
+  return true;
+}
+
+void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data) {
+  const uint64_t end = offset + data.size();
+  for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
+    auto old = cache_->Lookup({ino, g});
+    uint64_t old_mask = old ? MaskOf(*old) : 0;
+    uint64_t add_mask = 0;
+    for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
+      add_mask |= uint64_t(1) << ((p - g * grain_) / kPage);
+    uint64_t mask = old_mask | add_mask;
+    if (mask == old_mask) continue;  // nothing new: keep the entry as it is
+    auto v = std::make_shared<std::string>(8 + std::popcount(mask) * kPage, '\0');
+    std::memcpy(v->data(), &mask, 8);
+    char* out = v->data() + 8;
+    for (uint32_t page = 0; page < 64; page++) {
+      if (!(mask >> page & 1)) continue;
+      uint64_t p = g * grain_ + page * kPage;
+      if (add_mask >> page & 1) {
+        size_t n = std::min<uint64_t>(kPage, end - p);
+        std::memcpy(out, data.data() + (p - offset), n);  // the rest stays zero
+      } else {
+        std::memcpy(out, PageOf(*old, page), kPage);
+      }
+      out += kPage;
+    }
+    cache_->Insert({ino, g}, std::move(v));
+  }
+}
+
+void FragmentCache::Erase(uint64_t ino, uint64_t offset, uint64_t len) {
+  uint64_t first = offset / grain_;
+  uint64_t last = len == 0 ? UINT64_MAX : (offset + len - 1) / grain_;
+  if (len != 0 && last - first < 64) {
+    for (uint64_t g = first; g <= last; g++) cache_->Erase({ino, g});
+    return;
+  }
+  cache_->EraseIf([&](const Key& k) { return k.ino == ino && k.grain >= first && k.grain <= last; });
+}
+
+}  // namespace rustfs::client

@@ -1,0 +1,75 @@
+// The client's fragment cache (LLD-002 §3.1): the bytes reads actually
+// fetched, not whole chunks, keyed by (inode, grain) with grains of
+// `grain_size` bytes (64 KiB by default). A grain holds only the 4 KiB pages
+// that were read: a random 4 KiB read caches (and is charged) 4 KiB, never a
+// 64 KiB grain it did not fetch, so caching costs no read amplification.
+// Admission and eviction are W-TinyLFU (src/cache) unless policy = "lru":
+// a one-shot scan does not evict hot grains.
+//
+// Thread-safe. Values are immutable; adding pages to a grain replaces it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/sharded_cache.h"
+#include "common/config.h"
+
+namespace rustfs::client {
+
+class FragmentCache {
+ public:
+  static constexpr uint64_t kPage = 4096;  // bytes; cache and checksum granularity
+
+  // grain_size: a power of two from 4 KiB to 256 KiB (64 pages).
+  static Result<std::unique_ptr<FragmentCache>> Create(const Config::FragmentCache& cfg);
+
+  uint64_t grain_size() const { return grain_; }
+
+  struct Range {
+    uint64_t offset;
+    uint64_t length;
+  };
+  // Copies the cached parts of [offset, offset+len) into dst and returns
+  // the page-aligned ranges that are not cached, in order, adjacent ones
+  // merged (so each becomes one fetch).
+  std::vector<Range> Read(uint64_t ino, uint64_t offset, uint64_t len, char* dst);
+  // True when every page of [offset, offset+len) is cached.
+  bool Contains(uint64_t ino, uint64_t offset, uint64_t len);
+  // Caches `data`, which starts at page-aligned file offset `offset`; a
+  // short final page is padded with zeros (it lies past the end of file).
+  void Insert(uint64_t ino, uint64_t offset, std::string_view data);
+  // Drops every grain of `ino` overlapping [offset, offset+len) (len 0:
+  // the whole file).
+  void Erase(uint64_t ino, uint64_t offset = 0, uint64_t len = 0);
+  // Drops everything (the client lost its leases).
+  void Clear() { cache_->EraseIf([](const Key&) { return true; }); }
+
+  uint64_t used_bytes() const { return cache_->used_bytes(); }
+
+ private:
+  struct Key {
+    uint64_t ino;
+    uint64_t grain;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return k.ino * 0x9E3779B97F4A7C15ull ^ k.grain; }
+  };
+  using Cache = cache::ShardedCache<Key, KeyHash>;
+
+  FragmentCache(uint64_t grain, std::unique_ptr<Cache> c) : grain_(grain), cache_(std::move(c)) {}
+
+  // A grain's value: u64 bitmap of cached pages, then those pages packed in
+  // page order.
+  static uint64_t MaskOf(const std::string& v);
+  static const char* PageOf(const std::string& v, uint32_t page);
+
+  const uint64_t grain_;
+  std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace rustfs::client
