@@ -80,8 +80,7 @@ void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data)
     uint64_t add_mask = 0;
     for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
       add_mask |= uint64_t(1) << ((p - g * grain_) / kPage);
-    uint64_t mask = old_mask | add_mask;
-    if (mask == old_mask) continue;  // nothing new: keep the entry as it is
+    uint64_t mask = old_mask | add_mask;  // pages given here replace cached ones
     auto v = std::make_shared<std::string>(8 + std::popcount(mask) * kPage, '\0');
     std::memcpy(v->data(), &mask, 8);
     char* out = v->data() + 8;

@@ -1,0 +1,136 @@
+// FragmentCache against a reference model: a per-page map of what was
+// inserted, over random inserts, reads and erases.
+#include "client/fragment_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+namespace rustfs::client {
+namespace {
+
+constexpr uint64_t P = FragmentCache::kPage;
+
+Config::FragmentCache Cfg(uint64_t capacity, uint64_t grain = 64 * kKiB) {
+  Config::FragmentCache c;
+  c.capacity = capacity;
+  c.grain_size = grain;
+  return c;
+}
+
+std::string Bytes(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (auto& ch : s) ch = char(rng());
+  return s;
+}
+
+TEST(FragmentCacheTest, RefusesBadGrain) {
+  EXPECT_FALSE(FragmentCache::Create(Cfg(1 << 20, 3000)));
+  EXPECT_FALSE(FragmentCache::Create(Cfg(1 << 20, 512 * kKiB)));
+  EXPECT_TRUE(FragmentCache::Create(Cfg(1 << 20, 4 * kKiB)));
+}
+
+// With a cache big enough that nothing is evicted, Read returns exactly the
+// pages inserted (byte for byte) and reports exactly the others as misses.
+TEST(FragmentCacheTest, MatchesReferenceWithoutEviction) {
+  std::mt19937_64 rng(1);
+  for (uint64_t grain : {4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB}) {
+    auto fc = FragmentCache::Create(Cfg(1ull << 30, grain));
+    ASSERT_TRUE(fc);
+    std::map<std::pair<uint64_t, uint64_t>, std::string> ref;  // (ino, page) -> 4 KiB
+    const uint64_t file_pages = 300;
+    for (int step = 0; step < 3000; step++) {
+      uint64_t ino = 1 + rng() % 3;
+      int op = rng() % 10;
+      uint64_t first = rng() % file_pages;
+      uint64_t npages = 1 + rng() % 40;
+      if (op < 5) {  // insert; sometimes with a short final page
+        std::string data = Bytes(rng, npages * P - (rng() % 2 ? rng() % P : 0));
+        (*fc)->Insert(ino, first * P, data);
+        for (uint64_t p = 0; p < npages; p++) {
+          std::string page = data.substr(std::min<size_t>(p * P, data.size()), P);
+          page.resize(P, '\0');
+          ref[{ino, first + p}] = page;
+        }
+      } else if (op < 9) {  // read an unaligned range
+        uint64_t off = first * P + rng() % P;
+        uint64_t len = 1 + rng() % (npages * P);
+        std::string got(len, '\x77');
+        auto misses = (*fc)->Read(ino, off, len, got.data());
+        std::vector<FragmentCache::Range> want;
+        for (uint64_t p = off / P; p * P < off + len; p++) {
+          auto it = ref.find({ino, p});
+          if (it == ref.end()) {
+            if (!want.empty() && want.back().offset + want.back().length == p * P)
+              want.back().length += P;
+            else
+              want.push_back({p * P, P});
+            continue;
+          }
+          uint64_t s = std::max(off, p * P), e = std::min(off + len, (p + 1) * P);
+          ASSERT_TRUE(got.substr(s - off, e - s) == it->second.substr(s - p * P, e - s))
+              << "grain " << grain << " step " << step << " page " << p;
+        }
+        ASSERT_EQ(misses.size(), want.size());
+        for (size_t i = 0; i < want.size(); i++) {
+          EXPECT_EQ(misses[i].offset, want[i].offset);
+          EXPECT_EQ(misses[i].length, want[i].length);
+        }
+        bool all = want.empty();
+        EXPECT_EQ((*fc)->Contains(ino, off, len), all);
+      } else {  // erase a range
+        (*fc)->Erase(ino, first * P, npages * P);
+        uint64_t g0 = first * P / grain, g1 = (first + npages) * P - 1;
+        g1 /= grain;
+        for (auto it = ref.begin(); it != ref.end();) {
+          uint64_t g = it->first.second * P / grain;
+          if (it->first.first == ino && g >= g0 && g <= g1)
+            it = ref.erase(it);
+          else
+            ++it;
+        }
+      }
+    }
+  }
+}
+
+TEST(FragmentCacheTest, ChargesOnlyThePagesRead) {
+  auto fc = FragmentCache::Create(Cfg(1ull << 30));
+  ASSERT_TRUE(fc);
+  std::mt19937_64 rng(2);
+  for (uint64_t g = 0; g < 100; g++) (*fc)->Insert(7, g * 64 * kKiB, Bytes(rng, P));
+  // 100 single pages: far less than 100 whole 64 KiB grains.
+  EXPECT_LT((*fc)->used_bytes(), 100 * (P + 512));
+  EXPECT_GE((*fc)->used_bytes(), 100 * P);
+}
+
+TEST(FragmentCacheTest, EraseWholeInodeLeavesOthers) {
+  auto fc = FragmentCache::Create(Cfg(1ull << 30));
+  ASSERT_TRUE(fc);
+  std::mt19937_64 rng(3);
+  std::string a = Bytes(rng, 10 * P), b = Bytes(rng, 10 * P);
+  (*fc)->Insert(1, 0, a);
+  (*fc)->Insert(2, 0, b);
+  (*fc)->Erase(1);
+  EXPECT_FALSE((*fc)->Contains(1, 0, P));
+  std::string got(10 * P, '\0');
+  EXPECT_TRUE((*fc)->Read(2, 0, 10 * P, got.data()).empty());
+  EXPECT_EQ(got, b);
+  (*fc)->Clear();
+  EXPECT_FALSE((*fc)->Contains(2, 0, P));
+}
+
+TEST(FragmentCacheTest, StaysWithinCapacity) {
+  const uint64_t cap = 4 << 20;
+  auto fc = FragmentCache::Create(Cfg(cap));
+  ASSERT_TRUE(fc);
+  std::mt19937_64 rng(4);
+  for (int i = 0; i < 2000; i++) {
+    (*fc)->Insert(1 + rng() % 4, (rng() % 4096) * P, Bytes(rng, P * (1 + rng() % 16)));
+    ASSERT_LE((*fc)->used_bytes(), cap);
+  }
+}
+
+}  // namespace
+}  // namespace rustfs::client
