@@ -111,6 +111,7 @@ struct UpOptions {
   unsigned port = 9400;
   unsigned k = 4, m = 2;
   std::string chunk_size = "4MiB", stripe_unit = "64KiB";
+  unsigned lease_ms = 10000;
 };
 
 Status WriteClusterConfig(const UpOptions& o) {
@@ -119,6 +120,7 @@ Status WriteClusterConfig(const UpOptions& o) {
   c.mds.data_dir = o.dir + "/mds";
   for (unsigned i = 0; i < o.dss; i++)
     c.dss.push_back({"127.0.0.1:" + std::to_string(o.port + 1 + i), o.dir + "/dss-" + std::to_string(i)});
+  c.mds.lease_ms = o.lease_ms;
   c.layout.k = o.k;
   c.layout.m = o.m;
   auto cs = ParseByteSize(o.chunk_size);
@@ -317,6 +319,7 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--m", up.m, "parity shards (new cluster)");
   up_cmd->add_option("--chunk-size", up.chunk_size, "chunk size (new cluster)");
   up_cmd->add_option("--stripe-unit", up.stripe_unit, "EC stripe unit (new cluster)");
+  up_cmd->add_option("--lease-ms", up.lease_ms, "client lease time in ms (new cluster)");
   std::string down_dir;
   auto* down_cmd = cluster->add_subcommand("down", "unmount and stop a local cluster");
   down_cmd->add_option("--dir", down_dir, "cluster folder")->required();

@@ -242,7 +242,7 @@ Result<pb::Attr> Client::GetAttr(uint64_t ino) {
     // An open file's own state knows its size best (our commits and
     // buffered writes), unless a revocation says another client changed it.
     std::shared_lock lk(st->mu);
-    if (!st->map_stale) {
+    if (!st->map_stale && LeaseValid()) {
       a->set_size(st->attr.size());
       a->set_mtime_ns(std::max(a->mtime_ns(), st->attr.mtime_ns()));
       a->set_ctime_ns(std::max(a->ctime_ns(), st->attr.ctime_ns()));
@@ -631,7 +631,15 @@ Status Client::Flush(OpenFile& f) {
 Status Client::Release(std::shared_ptr<OpenFile> f) {
   Status s = Flush(*f);
   std::lock_guard lk(open_mu_);
-  if (--f->state->opens == 0) open_.erase(f->state->ino);
+  if (--f->state->opens > 0) return s;
+  // Closed files keep their state (attributes, chunk map) while it is
+  // covered by the lease, so reopening costs no MDS round trip; revocations
+  // mark it stale like an open one. Bounded: past the limit, idle states
+  // are dropped.
+  if (open_.size() > kMaxCachedStates) {
+    for (auto it = open_.begin(); it != open_.end() && open_.size() > kMaxCachedStates / 2;)
+      it = it->second->opens == 0 ? open_.erase(it) : std::next(it);
+  }
   return s;
 }
 

@@ -121,6 +121,8 @@ class Client {
   std::unique_ptr<EcReader> reader_;
   std::unique_ptr<EcWriter> writer_;
 
+  // Open files, and closed ones whose state is still worth keeping.
+  static constexpr size_t kMaxCachedStates = 16384;
   std::mutex open_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<FileState>> open_;
 

@@ -46,12 +46,14 @@ def drop_caches():
 
 
 class Cluster:
-    def __init__(self, root, dss=6, k=4, m=2, before_start=None):
+    def __init__(self, root, dss=6, k=4, m=2, before_start=None, lease_ms=None):
         self.dir = os.path.join(root, "cluster")
         self.mnt = os.path.join(root, "mnt")
         self.ndss = dss
         self.port = free_port_block(dss + 1)
         self.args = ["--dss", str(dss), "--k", str(k), "--m", str(m), "--port", str(self.port)]
+        if lease_ms:
+            self.args += ["--lease-ms", str(lease_ms)]
         os.makedirs(self.dir, exist_ok=True)
         if before_start:
             before_start(self)

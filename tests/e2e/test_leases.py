@@ -1,9 +1,15 @@
 """Layout and metadata leases across two client processes (two FUSE mounts
 of one cluster): a change by one revokes the other's leases before it
 completes, so the other never reads stale sizes or bytes."""
+import errno
+import mmap
 import os
+import signal
+import time
 
-from conftest import counter, drop_caches
+import pytest
+
+from conftest import Cluster, counter, drop_caches
 
 MiB = 1 << 20
 
@@ -92,3 +98,39 @@ def test_reads_and_stats_make_no_mds_rpcs_under_lease(two_clients):
         os.close(fd)
     assert counter(after, "client", "client.mds_rpcs") - counter(before, "client", "client.mds_rpcs") <= 2
     assert counter(after, "client", "client.app_reads") - counter(before, "client", "client.app_reads") >= 2000
+
+
+def test_client_stops_trusting_its_map_when_the_lease_lapses(tmp_root):
+    c = Cluster(tmp_root, lease_ms=2000)
+    try:
+        p = c.path("lease.bin")
+        data = os.urandom(4 * MiB)
+        with open(p, "wb") as f:
+            f.write(data)
+        fd = os.open(p, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        try:
+            os.preadv(fd, [buf], 0)
+            assert bytes(buf) == data[:4096]
+            os.kill(c.pid("mds"), signal.SIGSTOP)  # no renewals from now on
+            try:
+                time.sleep(2.5)  # past the lease
+                with pytest.raises(OSError) as e:
+                    os.preadv(fd, [buf], 8192)
+                assert e.value.errno == errno.EIO
+            finally:
+                os.kill(c.pid("mds"), signal.SIGCONT)
+            # Back in touch: the map is fetched again and reads work.
+            deadline = time.time() + 20
+            while True:
+                try:
+                    os.preadv(fd, [buf], 8192)
+                    break
+                except OSError:
+                    assert time.time() < deadline
+                    time.sleep(0.2)
+            assert bytes(buf) == data[8192:12288]
+        finally:
+            os.close(fd)
+    finally:
+        c.down()
