@@ -465,7 +465,11 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
     RUSTFS_RETURN_ERR(FetchRange(st, offset, len, buf));
     return len;
   }
-  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf));
+  // Sequential files cache in the stream tier; everything else is subject
+  // to frequency admission.
+  auto tier = f.detector.mode() == AccessMode::kSequential ? FragmentCache::Tier::kStream
+                                                           : FragmentCache::Tier::kFrequency;
+  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf, tier));
   return len;
 }
 
@@ -488,7 +492,8 @@ Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* bu
 // fetching the missing pages (whole 4 KiB pages: the DSS reads and checks
 // them anyway, so caching them costs no extra disk bytes) and caching them.
 // `buf` may be null (prefetch: fill the cache only). Caller holds st.mu.
-Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf) {
+Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
+                                FragmentCache::Tier tier) {
   const uint64_t size = st.attr.size();
   const uint64_t P = FragmentCache::kPage;
   std::string scratch;
@@ -503,7 +508,7 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
     uint64_t valid = std::min(m.offset + fetch_len, size) - m.offset;  // bytes before EOF
     RUSTFS_RETURN_IF_ERROR(FetchRange(st, m.offset, valid, pages.data()));
     // Not cached if a revocation came in meanwhile: these bytes may predate it.
-    if (revoke_seq_.load() == seq) fcache_->Insert(st.ino, m.offset, pages);
+    if (revoke_seq_.load() == seq) fcache_->Insert(st.ino, m.offset, pages, tier);
     uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + fetch_len, offset + len);
     if (e > s) std::memcpy(buf + (s - offset), pages.data() + (s - m.offset), e - s);
   }
@@ -557,7 +562,10 @@ void Client::PrefetchLoop() {
     // Page-align so whole pages are cached.
     uint64_t start = job.offset / FragmentCache::kPage * FragmentCache::kPage;
     len += job.offset - start;
-    if (Status s = ReadThroughCache(st, start, len, nullptr); s.ok()) bytes.Add(len);
+    // Prefetched bytes (read-ahead, WILLNEED) are read once and soon: the
+    // stream tier, not frequency admission, which would turn them away.
+    if (Status s = ReadThroughCache(st, start, len, nullptr, FragmentCache::Tier::kStream); s.ok())
+      bytes.Add(len);
   }
 }
 

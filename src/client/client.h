@@ -106,7 +106,8 @@ class Client {
   void ForgetEntry(uint64_t parent, const std::string& name);
   Result<pb::Attr> CreateCommon(uint32_t method, pb::CreateReq& r);
   Status FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf);
-  Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf);
+  Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
+                          FragmentCache::Tier tier);
   void Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d);
   void Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len);
   void PrefetchLoop();

@@ -9,14 +9,21 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
   if (cfg.grain_size < kPage || cfg.grain_size > 64 * kPage || !std::has_single_bit(cfg.grain_size))
     return Err(InvalidArgument("fragment_cache.grain_size = " + FormatByteSize(cfg.grain_size) +
                                ": must be a power of two from 4KiB to 256KiB"));
+  uint64_t stream_bytes = uint64_t(double(cfg.capacity) * kStreamShare);
   Cache::Options o;
-  o.capacity_bytes = cfg.capacity;
+  o.capacity_bytes = cfg.capacity - stream_bytes;
   o.policy = cfg.policy;
   o.expected_value_bytes = cfg.grain_size;
   o.metrics_prefix = "client.fragment_cache";
-  auto c = Cache::Create(o);
-  if (!c) return Err(c.error());
-  return std::unique_ptr<FragmentCache>(new FragmentCache(cfg.grain_size, std::move(*c)));
+  auto freq = Cache::Create(o);
+  if (!freq) return Err(freq.error());
+  o.capacity_bytes = stream_bytes;
+  o.policy = "lru";
+  o.metrics_prefix = "client.stream_cache";
+  auto stream = Cache::Create(o);
+  if (!stream) return Err(stream.error());
+  return std::unique_ptr<FragmentCache>(
+      new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream)));
 }
 
 uint64_t FragmentCache::MaskOf(const std::string& v) {
@@ -30,6 +37,20 @@ const char* FragmentCache::PageOf(const std::string& v, uint32_t page) {
   return v.data() + 8 + std::popcount(below) * kPage;
 }
 
+FragmentCache::Found FragmentCache::Find(uint64_t ino, uint64_t g) {
+  Found f;
+  for (int t = 0; t < 2; t++) {
+    f.v[t] = tiers_[t]->Lookup({ino, g});
+    if (f.v[t]) f.mask[t] = MaskOf(*f.v[t]);
+  }
+  return f;
+}
+
+const char* FragmentCache::Found::Page(uint32_t page) const {
+  int t = (mask[0] >> page & 1) ? 0 : 1;
+  return PageOf(*v[t], page);
+}
+
 std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t offset, uint64_t len,
                                                       char* dst) {
   std::vector<Range> misses;
@@ -41,8 +62,8 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
   };
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    auto v = cache_->Lookup({ino, g});
-    uint64_t mask = v ? MaskOf(*v) : 0;
+    Found f = Find(ino, g);
+    uint64_t mask = f.any();
     uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
     uint64_t to = std::min(end, (g + 1) * grain_);
     for (uint64_t p = from; p < to; p += kPage) {
@@ -52,7 +73,7 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
         continue;
       }
       uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
-      std::memcpy(dst + (s - offset), PageOf(*v, page) + (s - p), e - s);
+      std::memcpy(dst + (s - offset), f.Page(page) + (s - p), e - s);
     }
   }
   return misses;
@@ -61,9 +82,7 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
 bool FragmentCache::Contains(uint64_t ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    auto v = cache_->Lookup({ino, g});
-    if (!v) return false;
-    uint64_t mask = MaskOf(*v);
+    uint64_t mask = Find(ino, g).any();
     uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
     uint64_t to = std::min(end, (g + 1) * grain_);
     for (uint64_t p = from; p < to; p += kPage)
@@ -72,10 +91,12 @@ bool FragmentCache::Contains(uint64_t ino, uint64_t offset, uint64_t len) {
   return true;
 }
 
-void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data) {
+void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data, Tier tier) {
+  Cache& cache = *tiers_[int(tier)];
+  Cache& other = *tiers_[1 - int(tier)];
   const uint64_t end = offset + data.size();
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    auto old = cache_->Lookup({ino, g});
+    auto old = cache.Lookup({ino, g});
     uint64_t old_mask = old ? MaskOf(*old) : 0;
     uint64_t add_mask = 0;
     for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
@@ -95,18 +116,22 @@ void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data)
       }
       out += kPage;
     }
-    cache_->Insert({ino, g}, std::move(v));
+    // A page lives in one tier only, so a lookup never sees two versions.
+    if (auto o = other.Lookup({ino, g}); o && (MaskOf(*o) & add_mask)) other.Erase({ino, g});
+    cache.Insert({ino, g}, std::move(v));
   }
 }
 
 void FragmentCache::Erase(uint64_t ino, uint64_t offset, uint64_t len) {
   uint64_t first = offset / grain_;
   uint64_t last = len == 0 ? UINT64_MAX : (offset + len - 1) / grain_;
-  if (len != 0 && last - first < 64) {
-    for (uint64_t g = first; g <= last; g++) cache_->Erase({ino, g});
-    return;
+  for (auto& c : tiers_) {
+    if (len != 0 && last - first < 64) {
+      for (uint64_t g = first; g <= last; g++) c->Erase({ino, g});
+    } else {
+      c->EraseIf([&](const Key& k) { return k.ino == ino && k.grain >= first && k.grain <= last; });
+    }
   }
-  cache_->EraseIf([&](const Key& k) { return k.ino == ino && k.grain >= first && k.grain <= last; });
 }
 
 }  // namespace rustfs::client

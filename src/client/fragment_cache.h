@@ -3,8 +3,16 @@
 // `grain_size` bytes (64 KiB by default). A grain holds only the 4 KiB pages
 // that were read: a random 4 KiB read caches (and is charged) 4 KiB, never a
 // 64 KiB grain it did not fetch, so caching costs no read amplification.
-// Admission and eviction are W-TinyLFU (src/cache) unless policy = "lru":
-// a one-shot scan does not evict hot grains.
+// Two tiers, because the two access patterns want opposite policies
+// (LLD-002 §1.2: a file detected as random switches to frequency
+// admission):
+//  - kFrequency, for random and point reads: W-TinyLFU (src/cache) unless
+//    policy = "lru", so a one-shot scan never evicts hot grains;
+//  - kStream, for sequential files and read-ahead: a small LRU
+//    (kStreamShare of the capacity), because read-ahead bytes are read once,
+//    soon, and frequency admission would reject them before their reader
+//    arrives.
+// A lookup consults both.
 //
 // Thread-safe. Values are immutable; adding pages to a grain replaces it.
 #pragma once
@@ -29,6 +37,9 @@ class FragmentCache {
 
   uint64_t grain_size() const { return grain_; }
 
+  enum class Tier { kFrequency = 0, kStream = 1 };
+  static constexpr double kStreamShare = 0.125;
+
   struct Range {
     uint64_t offset;
     uint64_t length;
@@ -41,14 +52,17 @@ class FragmentCache {
   bool Contains(uint64_t ino, uint64_t offset, uint64_t len);
   // Caches `data`, which starts at page-aligned file offset `offset`; a
   // short final page is padded with zeros (it lies past the end of file).
-  void Insert(uint64_t ino, uint64_t offset, std::string_view data);
+  void Insert(uint64_t ino, uint64_t offset, std::string_view data, Tier tier = Tier::kFrequency);
   // Drops every grain of `ino` overlapping [offset, offset+len) (len 0:
   // the whole file).
   void Erase(uint64_t ino, uint64_t offset = 0, uint64_t len = 0);
   // Drops everything (the client lost its leases).
-  void Clear() { cache_->EraseIf([](const Key&) { return true; }); }
+  void Clear() {
+    for (auto& c : tiers_) c->EraseIf([](const Key&) { return true; });
+  }
 
-  uint64_t used_bytes() const { return cache_->used_bytes(); }
+  uint64_t used_bytes() const { return tiers_[0]->used_bytes() + tiers_[1]->used_bytes(); }
+  uint64_t capacity_bytes() const { return tiers_[0]->capacity_bytes() + tiers_[1]->capacity_bytes(); }
 
  private:
   struct Key {
@@ -61,7 +75,16 @@ class FragmentCache {
   };
   using Cache = cache::ShardedCache<Key, KeyHash>;
 
-  FragmentCache(uint64_t grain, std::unique_ptr<Cache> c) : grain_(grain), cache_(std::move(c)) {}
+  FragmentCache(uint64_t grain, std::unique_ptr<Cache> freq, std::unique_ptr<Cache> stream)
+      : grain_(grain), tiers_{std::move(freq), std::move(stream)} {}
+  // The pages of grain g that either tier holds: (tier value, its mask).
+  struct Found {
+    std::shared_ptr<const std::string> v[2];
+    uint64_t mask[2] = {0, 0};
+    uint64_t any() const { return mask[0] | mask[1]; }
+    const char* Page(uint32_t page) const;
+  };
+  Found Find(uint64_t ino, uint64_t g);
 
   // A grain's value: u64 bitmap of cached pages, then those pages packed in
   // page order.
@@ -69,7 +92,7 @@ class FragmentCache {
   static const char* PageOf(const std::string& v, uint32_t page);
 
   const uint64_t grain_;
-  std::unique_ptr<Cache> cache_;
+  std::unique_ptr<Cache> tiers_[2];
 };
 
 }  // namespace rustfs::client

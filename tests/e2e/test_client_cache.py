@@ -44,7 +44,9 @@ def test_repeated_random_reads_hit_the_fragment_cache(shared_cluster):
         return counter(after, proc, name) - counter(before, proc, name)
 
     assert d("dss-total", "dss.reads") == 0
-    assert d("client", "client.fragment_cache.hits") >= 200
+    # (The file was read sequentially first, so its pages sit in the stream
+    # tier; random reads of them are hits there.)
+    assert d("client", "client.fragment_cache.hits") + d("client", "client.stream_cache.hits") >= 200
     assert d("client", "client.app_bytes_read") == 200 * 8192
 
 
@@ -61,7 +63,7 @@ def test_sequential_scan_is_read_ahead(shared_cluster):
         os.close(fd)
     after = shared_cluster.stats()
     prefetched = counter(after, "client", "client.prefetch_bytes") - counter(before, "client", "client.prefetch_bytes")
-    hits = counter(after, "client", "client.fragment_cache.hits") - counter(before, "client", "client.fragment_cache.hits")
+    hits = counter(after, "client", "client.stream_cache.hits") - counter(before, "client", "client.stream_cache.hits")
     assert prefetched >= 8 * MiB
     assert hits > 0
     assert counter(after, "client", "client.mode_switches_to_sequential") >= 1
@@ -102,8 +104,8 @@ for i in range(512):
 s2 = stats()
 print(json.dumps({"random": mode_random, "seq": mode_seq,
                   "hints": s2.get("client.hints_received", 0) - s0.get("client.hints_received", 0),
-                  "hits": s2.get("client.fragment_cache.hits", 0) - s1.get("client.fragment_cache.hits", 0),
-                  "misses": s2.get("client.fragment_cache.misses", 0) - s1.get("client.fragment_cache.misses", 0)}))
+                  "hits": s2.get("client.stream_cache.hits", 0) - s1.get("client.stream_cache.hits", 0),
+                  "fetched": s2.get("client.shard_bytes_received", 0) - s1.get("client.shard_bytes_received", 0)}))
 """
 
 
@@ -121,7 +123,8 @@ def test_fadvise_through_preload_sets_mode_and_willneed_prefetches(shared_cluste
     assert out["random"] == "random"
     assert out["seq"] == "sequential"
     assert out["hints"] >= 1
-    assert out["hits"] >= 512 and out["misses"] == 0, out
+    # WILLNEED data waits in the stream tier: every later read is a hit there.
+    assert out["hits"] >= 512 and out["fetched"] == 0, out
 
 
 def test_without_preload_fadvise_does_not_reach_the_daemon(shared_cluster, tmp_path):

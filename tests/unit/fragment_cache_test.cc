@@ -121,6 +121,27 @@ TEST(FragmentCacheTest, EraseWholeInodeLeavesOthers) {
   EXPECT_FALSE((*fc)->Contains(2, 0, P));
 }
 
+// A page is cached in one tier at a time; lookups see both tiers.
+TEST(FragmentCacheTest, TiersHoldEachPageOnce) {
+  auto fc = FragmentCache::Create(Cfg(64 << 20));
+  ASSERT_TRUE(fc);
+  std::mt19937_64 rng(5);
+  std::string a = Bytes(rng, 4 * P), b = Bytes(rng, 2 * P);
+  (*fc)->Insert(9, 0, a, FragmentCache::Tier::kStream);
+  std::string got(4 * P, '\0');
+  EXPECT_TRUE((*fc)->Read(9, 0, 4 * P, got.data()).empty());
+  EXPECT_EQ(got, a);
+  // Newer bytes for pages 1-2 in the frequency tier win over the stream copy.
+  (*fc)->Insert(9, P, b, FragmentCache::Tier::kFrequency);
+  auto misses = (*fc)->Read(9, 0, 4 * P, got.data());
+  EXPECT_EQ(got.substr(P, 2 * P), b);
+  // The stream entry holding the overlapped pages was dropped whole: pages 0
+  // and 3 are misses now, never stale.
+  ASSERT_EQ(misses.size(), 2u);
+  EXPECT_EQ(misses[0].offset, 0u);
+  EXPECT_EQ(misses[1].offset, 3 * P);
+}
+
 TEST(FragmentCacheTest, StaysWithinCapacity) {
   const uint64_t cap = 4 << 20;
   auto fc = FragmentCache::Create(Cfg(cap));
