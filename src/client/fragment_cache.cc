@@ -53,6 +53,11 @@ const char* FragmentCache::Found::Page(uint32_t page) const {
 
 std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t offset, uint64_t len,
                                                       char* dst) {
+  // Per page, over both tiers: the hit rate users ask for (each tier's own
+  // hits/misses count its lookups, and a page found in one tier is a
+  // lookup miss in the other).
+  static Counter& page_hits = GetCounter("client.cache_page_hits");
+  static Counter& page_misses = GetCounter("client.cache_page_misses");
   std::vector<Range> misses;
   auto miss = [&](uint64_t page_off) {
     if (!misses.empty() && misses.back().offset + misses.back().length == page_off)
@@ -69,9 +74,11 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
     for (uint64_t p = from; p < to; p += kPage) {
       uint32_t page = uint32_t((p - g * grain_) / kPage);
       if (!(mask >> page & 1)) {
+        page_misses.Inc();
         miss(p);
         continue;
       }
+      page_hits.Inc();
       uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
       std::memcpy(dst + (s - offset), f.Page(page) + (s - p), e - s);
     }
