@@ -23,6 +23,7 @@
 //
 // The last line of each subcommand is "json: {...}" for bench/client_bench.py.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -88,6 +89,57 @@ inline void Escape(void* p) { asm volatile("" : : "g"(p) : "memory"); }
 uint64_t Get(const std::map<std::string, uint64_t>& m, const std::string& k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : it->second;
+}
+
+// A namespace change waits at the MDS while a client that looked the parent
+// up, and has gone away without a word, has its lease waited out (lease_ms);
+// the client's RPC timeout can fire first. Retries on kUnavailable for up to
+// `patience`, saying so once.
+template <class Fn>
+auto RetryUnavailable(const std::string& what, std::chrono::milliseconds patience, Fn fn) {
+  auto end = Clock::now() + patience;
+  bool said = false;
+  for (;;) {
+    auto r = fn();
+    if (r || r.error().code() != Code::kUnavailable || Clock::now() > end) return r;
+    if (!said) {
+      printf("  %s: MDS did not answer in time (%s); retrying for up to %.0f s (a departed "
+             "client's lease being waited out?)\n", what.c_str(), r.error().message().c_str(),
+             std::chrono::duration<double>(patience).count());
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Hit ratio of the fragment cache between two snapshots, per 4 KiB page
+// when the client counts pages (client.cache_page_hits/misses), else per
+// grain lookup (client.fragment_cache.*, + client.stream_cache.* hits).
+struct CacheDelta {
+  uint64_t hits = 0, misses = 0;
+  std::string unit;
+  double ratio() const { return hits + misses ? double(hits) / double(hits + misses) : 0; }
+};
+CacheDelta CacheDeltaOf(const std::map<std::string, uint64_t>& a,
+                        const std::map<std::string, uint64_t>& b) {
+  auto d = [&](const std::string& k) { return Get(b, k) - Get(a, k); };
+  CacheDelta c;
+  if (b.count("client.cache_page_hits")) {
+    c.hits = d("client.cache_page_hits");
+    c.misses = d("client.cache_page_misses");
+    c.unit = "pages";
+  } else if (b.count("client.stream_cache.hits")) {
+    // Each lookup consults both tiers: a grain found in either is a hit.
+    c.hits = d("client.fragment_cache.hits") + d("client.stream_cache.hits");
+    uint64_t lookups = d("client.fragment_cache.hits") + d("client.fragment_cache.misses");
+    c.misses = lookups > c.hits ? lookups - c.hits : 0;
+    c.unit = "grain lookups";
+  } else {
+    c.hits = d("client.fragment_cache.hits");
+    c.misses = d("client.fragment_cache.misses");
+    c.unit = "grain lookups";
+  }
+  return c;
 }
 
 struct RunResult {
@@ -160,8 +212,8 @@ RunResult TimedRun(const std::string& name, unsigned threads, double seconds, Op
   return r;
 }
 
-void PrintRun(RunResult& r, double ceiling_iops = 0) {
-  printf("  %-44s %12.0f IOPS  per thread:", r.name.c_str(), r.iops());
+void PrintRun(RunResult& r, double ceiling_iops = 0, const char* unit = "IOPS") {
+  printf("  %-44s %12.0f %s  per thread:", r.name.c_str(), r.iops(), unit);
   for (auto o : r.ops) printf(" %.0f", o / r.seconds);
   printf("  p50 %.2f us  p99 %.2f us", r.pct(0.50), r.pct(0.99));
   if (ceiling_iops > 0) printf("  (%.3f of ceiling)", r.iops() / ceiling_iops);
@@ -184,6 +236,7 @@ struct CachedReadOpts {
   std::string size = "256MiB";
   unsigned threads = 2;
   double seconds = 5;
+  bool warm_random = true;
 };
 
 int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
@@ -225,6 +278,7 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   }
 
   const uint64_t rpc0_all = Get(c->Stats(), "client.mds_rpcs");
+  const auto patience = std::chrono::milliseconds(2 * cfg.mds.lease_ms + 5000);
   auto a = c->Lookup(kRootIno, o.file);
   bool need_write = true;
   if (a && a->size() == size) {
@@ -242,6 +296,10 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   auto read_all = [&](uint64_t ino, double* secs) -> uint64_t {
     auto f = c->Open(ino);
     if (!f) Die("open: " + f.error().ToString());
+    // Pinned to random: the pass then fills the frequency tier, which the
+    // random reads use, and starts no read-ahead (a sequential pass would
+    // fill the small stream tier instead).
+    if (o.warm_random) (void)c->Advise(**f, 0, 0, POSIX_FADV_RANDOM);
     std::unique_ptr<char[]> buf(new char[kMiB]);
     uint64_t bad = 0;
     auto t0 = Clock::now();
@@ -270,7 +328,9 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
     }
   }
   if (need_write) {
-    auto cr = c->Create(kRootIno, o.file, S_IFREG | 0644, 0, 0, false);
+    auto cr = RetryUnavailable("create /" + o.file, patience, [&] {
+      return c->Create(kRootIno, o.file, S_IFREG | 0644, 0, 0, false);
+    });
     if (!cr) Die("create /" + o.file + ": " + cr.error().ToString());
     ino = cr->ino();
     auto f = c->Open(ino);
@@ -300,10 +360,11 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
     auto s0 = c->Stats();
     if (uint64_t bad = read_all(ino, &secs); bad) Die(std::to_string(bad) + " MiB read back wrong");
     auto s1 = c->Stats();
-    uint64_t h = Get(s1, "client.fragment_cache.hits") - Get(s0, "client.fragment_cache.hits");
-    uint64_t m = Get(s1, "client.fragment_cache.misses") - Get(s0, "client.fragment_cache.misses");
-    printf("second pass (verified): %.2f s, %.0f MiB/s, grain hits %" PRIu64 " misses %" PRIu64
-           "\n", secs, size / kMiB / secs, h, m);
+    CacheDelta cd = CacheDeltaOf(s0, s1);
+    printf("second pass (verified): %.2f s, %.0f MiB/s; cache hits %" PRIu64 " misses %" PRIu64
+           " (%s), %" PRIu64 " bytes fetched from DSS\n", secs, size / kMiB / secs, cd.hits,
+           cd.misses, cd.unit.c_str(),
+           Get(s1, "client.shard_bytes_received") - Get(s0, "client.shard_bytes_received"));
   }
 
   // One handle per thread, as fio's jobs (each has its own access detector).
@@ -345,9 +406,13 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   for (auto& h : handles) (void)c->Release(h);
   handles.clear();
   auto d = [&](const char* k) { return Get(s1, k) - Get(s0, k); };
-  const uint64_t hits = d("client.fragment_cache.hits"), misses = d("client.fragment_cache.misses");
+  const CacheDelta cd = CacheDeltaOf(s0, s1);
+  const uint64_t hits = cd.hits, misses = cd.misses;
+  const double hit_ratio = cd.ratio();
   const uint64_t mds = d("client.mds_rpcs");
-  const double hit_ratio = hits + misses ? double(hits) / double(hits + misses) : 0;
+  // Independent of how the cache counts: bytes the DSS sent per byte read.
+  const uint64_t dss_bytes = d("client.shard_bytes_received");
+  const double dss_per_app = double(dss_bytes) / double(std::max<uint64_t>(1, ours.total() * kPage));
 
   // Ceiling 1: memcpy of a random 4 KiB page of a RAM buffer of the same size.
   const char* src = data.get();
@@ -377,8 +442,9 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   PrintRun(mem);
   PrintRun(hash);
   printf("  verified %" PRIu64 " sampled reads byte for byte: all correct\n", verified.load());
-  printf("  fragment cache during the run: hits %" PRIu64 " misses %" PRIu64 " (hit ratio %.4f)"
-         "   MDS RPCs during the run: %" PRIu64 "\n", hits, misses, hit_ratio, mds);
+  printf("  fragment cache during the run: hits %" PRIu64 " misses %" PRIu64 " (%s; hit ratio %.4f)"
+         "   DSS bytes / app bytes: %.4f   MDS RPCs during the run: %" PRIu64 "\n", hits, misses,
+         cd.unit.c_str(), hit_ratio, dss_per_app, mds);
   printf("  ours / memcpy ceiling: %.3f   ours / hash+memcpy ceiling: %.3f\n",
          ours.iops() / mem.iops(), ours.iops() / hash.iops());
   printf("  MDS RPCs of the whole command (create, write, open, run): %" PRIu64 "\n",
@@ -387,11 +453,11 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   for (size_t t = 0; t < ours.ops.size(); t++)
     printf("%s%.1f", t ? ", " : "", ours.ops[t] / ours.seconds);
   printf("], \"p50_us\": %.3f, \"p99_us\": %.3f, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-         ", \"hit_ratio\": %.6f, \"mds_rpcs\": %" PRIu64 ", \"memcpy_iops\": %.1f, "
+         ", \"hit_ratio\": %.6f, \"dss_per_app\": %.6f, \"mds_rpcs\": %" PRIu64 ", \"memcpy_iops\": %.1f, "
          "\"memcpy_p50_us\": %.3f, \"memcpy_p99_us\": %.3f, \"hash_iops\": %.1f, "
          "\"hash_p50_us\": %.3f, \"hash_p99_us\": %.3f, \"verified\": %" PRIu64
          ", \"threads\": %u, \"size\": %" PRIu64 "}\n",
-         p50, p99, hits, misses, hit_ratio, mds, mem.iops(), mem.pct(0.5), mem.pct(0.99),
+         p50, p99, hits, misses, hit_ratio, dss_per_app, mds, mem.iops(), mem.pct(0.5), mem.pct(0.99),
          hash.iops(), hash.pct(0.5), hash.pct(0.99), verified.load(), o.threads, size);
   return 0;
 }
@@ -417,11 +483,17 @@ int OpenStat(const std::string& config_path, const OpenStatOpts& o) {
   auto c = Connect(config_path, &cfg);
   printf("lease %u ms (attributes, entries and chunk maps cached while it holds)\n",
          cfg.mds.lease_ms);
+  const auto patience = std::chrono::milliseconds(2 * cfg.mds.lease_ms + 5000);
   uint64_t dir_ino;
   if (auto a = c->Lookup(kRootIno, o.dir); a) {
     dir_ino = a->ino();
   } else if (a.error().code() == Code::kNotFound) {
-    auto m = c->Mkdir(kRootIno, o.dir, 0755, 0, 0);
+    auto m = RetryUnavailable("mkdir /" + o.dir, patience, [&] {
+      auto r = c->Mkdir(kRootIno, o.dir, 0755, 0, 0);
+      // A timed-out try may have been carried out after all.
+      if (!r && r.error().code() == Code::kAlreadyExists) return c->Lookup(kRootIno, o.dir);
+      return r;
+    });
     if (!m) Die("mkdir /" + o.dir + ": " + m.error().ToString());
     dir_ino = m->ino();
   } else {
@@ -460,7 +532,9 @@ int OpenStat(const std::string& config_path, const OpenStatOpts& o) {
           uint64_t k = next.fetch_add(1);
           if (k >= missing.size()) return;
           uint64_t i = missing[k];
-          auto a = c->Create(dir_ino, FileName(i), S_IFREG | 0644, 0, 0, false);
+          auto a = RetryUnavailable("create " + FileName(i), patience, [&] {
+            return c->Create(dir_ino, FileName(i), S_IFREG | 0644, 0, 0, false);
+          });
           if (!a) {
             fprintf(stderr, "create %s: %s\n", FileName(i).c_str(), a.error().ToString().c_str());
             create_failed = true;
@@ -604,8 +678,8 @@ int OpenStat(const std::string& config_path, const OpenStatOpts& o) {
     return g.ino() == a.ino();
   });
 
-  PrintRun(ours, ceil.iops());
-  PrintRun(ceil);
+  PrintRun(ours, ceil.iops(), "ops/s");
+  PrintRun(ceil, 0, "ops/s");
   printf("  random-file run: %.4f MDS RPCs/op (%" PRIu64 " RPCs)\n",
          double(run_rpcs) / std::max<uint64_t>(1, ours.total()), run_rpcs);
   printf("  per-second windows (ops/s, MDS RPCs/op):");
@@ -635,6 +709,9 @@ int main(int argc, char** argv) {
   cr_cmd->add_option("--size", cr.size, "file size, binary units (256MiB)");
   cr_cmd->add_option("--threads", cr.threads, "reader threads")->check(CLI::Range(1u, 1024u));
   cr_cmd->add_option("--seconds", cr.seconds, "seconds per run (ours and each ceiling)");
+  bool warm_seq = false;
+  cr_cmd->add_flag("--warm-unpinned", warm_seq,
+                   "warm without POSIX_FADV_RANDOM (sequential pass may land in the stream tier)");
 
   OpenStatOpts os;
   auto* os_cmd = app.add_subcommand("open-stat", "Lookup+Open+GetAttr+Release of existing files");
@@ -647,6 +724,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   setvbuf(stdout, nullptr, _IOLBF, 0);
   InitLogging("client_bench");
+  cr.warm_random = !warm_seq;
   if (*cr_cmd) return CachedRead(config_path, cr);
   if (*os_cmd) return OpenStat(config_path, os);
   return 1;

@@ -168,7 +168,7 @@ void Client::OnRevoke(uint64_t ino, const std::string& name) {
   }
   if (name.empty()) {
     if (auto st = FindOpen(ino)) st->map_stale = true;
-    if (fcache_) fcache_->Erase(ino);
+    if (fcache_) fcache_->Erase({ino});
   }
   if (invalidate_hook_) invalidate_hook_(ino, name);
 }
@@ -284,7 +284,7 @@ Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& in) {
   auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
   if (!a) return a;
   CacheAttr(*a, seq);
-  if (fcache_) fcache_->Erase(req.ino());
+  if (fcache_) fcache_->Erase({req.ino()});
   st->attr = *a;
   uint64_t keep = (a->size() + st->geo.chunk_size - 1) / st->geo.chunk_size;
   st->chunks.erase(st->chunks.lower_bound(keep), st->chunks.end());
@@ -502,13 +502,13 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
     buf = scratch.data();
   }
   uint64_t seq = revoke_seq_.load();
-  for (const auto& m : fcache_->Read(st.ino, offset, len, buf)) {
+  for (const auto& m : fcache_->Read({st.ino}, offset, len, buf)) {
     uint64_t fetch_len = std::min(m.offset + m.length, (size + P - 1) / P * P) - m.offset;
     std::string pages(fetch_len, '\0');
     uint64_t valid = std::min(m.offset + fetch_len, size) - m.offset;  // bytes before EOF
     RUSTFS_RETURN_IF_ERROR(FetchRange(st, m.offset, valid, pages.data()));
     // Not cached if a revocation came in meanwhile: these bytes may predate it.
-    if (revoke_seq_.load() == seq) fcache_->Insert(st.ino, m.offset, pages, tier);
+    if (revoke_seq_.load() == seq) fcache_->Insert({st.ino}, m.offset, pages, tier);
     uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + fetch_len, offset + len);
     if (e > s) std::memcpy(buf + (s - offset), pages.data() + (s - m.offset), e - s);
   }
@@ -528,7 +528,7 @@ void Client::Observe(OpenFile& f, FileState& st, const AccessDetector::Decision&
   if (!fcache_) return;
   if (d.prefetch_length) Prefetch(f.state, d.prefetch_offset, d.prefetch_length);
   while (auto r = f.detector.TakeWillNeed()) Prefetch(f.state, r->offset, r->length);
-  while (auto r = f.detector.TakeDontNeed()) fcache_->Erase(st.ino, r->offset, r->length);
+  while (auto r = f.detector.TakeDontNeed()) fcache_->Erase({st.ino}, r->offset, r->length);
 }
 
 void Client::Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len) {
@@ -611,7 +611,7 @@ Status Client::FlushOne(FileState& st, uint64_t index, bool grow_size) {
     std::lock_guard lk(meta_mu_);
     attrs_.erase(st.ino);  // size and mtime moved on
   }
-  if (fcache_) fcache_->Erase(st.ino, index * st.geo.chunk_size, st.geo.chunk_size);
+  if (fcache_) fcache_->Erase({st.ino}, index * st.geo.chunk_size, st.geo.chunk_size);
   if (!s.ok()) LOG_WARN("flush of inode {} chunk {} failed: {}", st.ino, index, s.ToString());
   return s;
 }

@@ -21,12 +21,14 @@
 #include "client/access_detector.h"
 #include "client/ec_writer.h"
 #include "client/file_state.h"
-#include "client/fragment_cache.h"
+#include "cache/fragment_cache.h"
 #include "client/mds_client.h"
 #include "common/config.h"
 #include "net/rpc_server.h"
 
 namespace rustfs::client {
+
+using cache::FragmentCache;
 
 // An open file. Owned by the caller (shared_ptr), passed back to Read/Write.
 struct OpenFile {

@@ -1,13 +1,13 @@
 // FragmentCache against a reference model: a per-page map of what was
 // inserted, over random inserts, reads and erases.
-#include "client/fragment_cache.h"
+#include "cache/fragment_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
-namespace rustfs::client {
+namespace rustfs::cache {
 namespace {
 
 constexpr uint64_t P = FragmentCache::kPage;
@@ -47,7 +47,7 @@ TEST(FragmentCacheTest, MatchesReferenceWithoutEviction) {
       uint64_t npages = 1 + rng() % 40;
       if (op < 5) {  // insert; sometimes with a short final page
         std::string data = Bytes(rng, npages * P - (rng() % 2 ? rng() % P : 0));
-        (*fc)->Insert(ino, first * P, data);
+        (*fc)->Insert(ObjectId{uint64_t(ino)}, first * P, data);
         for (uint64_t p = 0; p < npages; p++) {
           std::string page = data.substr(std::min<size_t>(p * P, data.size()), P);
           page.resize(P, '\0');
@@ -57,7 +57,7 @@ TEST(FragmentCacheTest, MatchesReferenceWithoutEviction) {
         uint64_t off = first * P + rng() % P;
         uint64_t len = 1 + rng() % (npages * P);
         std::string got(len, '\x77');
-        auto misses = (*fc)->Read(ino, off, len, got.data());
+        auto misses = (*fc)->Read(ObjectId{uint64_t(ino)}, off, len, got.data());
         std::vector<FragmentCache::Range> want;
         for (uint64_t p = off / P; p * P < off + len; p++) {
           auto it = ref.find({ino, p});
@@ -78,9 +78,9 @@ TEST(FragmentCacheTest, MatchesReferenceWithoutEviction) {
           EXPECT_EQ(misses[i].length, want[i].length);
         }
         bool all = want.empty();
-        EXPECT_EQ((*fc)->Contains(ino, off, len), all);
+        EXPECT_EQ((*fc)->Contains(ObjectId{uint64_t(ino)}, off, len), all);
       } else {  // erase a range
-        (*fc)->Erase(ino, first * P, npages * P);
+        (*fc)->Erase(ObjectId{uint64_t(ino)}, first * P, npages * P);
         uint64_t g0 = first * P / grain, g1 = (first + npages) * P - 1;
         g1 /= grain;
         for (auto it = ref.begin(); it != ref.end();) {
@@ -99,7 +99,7 @@ TEST(FragmentCacheTest, ChargesOnlyThePagesRead) {
   auto fc = FragmentCache::Create(Cfg(1ull << 30));
   ASSERT_TRUE(fc);
   std::mt19937_64 rng(2);
-  for (uint64_t g = 0; g < 100; g++) (*fc)->Insert(7, g * 64 * kKiB, Bytes(rng, P));
+  for (uint64_t g = 0; g < 100; g++) (*fc)->Insert(ObjectId{uint64_t(7)}, g * 64 * kKiB, Bytes(rng, P));
   // 100 single pages: far less than 100 whole 64 KiB grains.
   EXPECT_LT((*fc)->used_bytes(), 100 * (P + 512));
   EXPECT_GE((*fc)->used_bytes(), 100 * P);
@@ -110,15 +110,15 @@ TEST(FragmentCacheTest, EraseWholeInodeLeavesOthers) {
   ASSERT_TRUE(fc);
   std::mt19937_64 rng(3);
   std::string a = Bytes(rng, 10 * P), b = Bytes(rng, 10 * P);
-  (*fc)->Insert(1, 0, a);
-  (*fc)->Insert(2, 0, b);
-  (*fc)->Erase(1);
-  EXPECT_FALSE((*fc)->Contains(1, 0, P));
+  (*fc)->Insert(ObjectId{uint64_t(1)}, 0, a);
+  (*fc)->Insert(ObjectId{uint64_t(2)}, 0, b);
+  (*fc)->Erase(ObjectId{1});
+  EXPECT_FALSE((*fc)->Contains(ObjectId{uint64_t(1)}, 0, P));
   std::string got(10 * P, '\0');
-  EXPECT_TRUE((*fc)->Read(2, 0, 10 * P, got.data()).empty());
+  EXPECT_TRUE((*fc)->Read(ObjectId{uint64_t(2)}, 0, 10 * P, got.data()).empty());
   EXPECT_EQ(got, b);
   (*fc)->Clear();
-  EXPECT_FALSE((*fc)->Contains(2, 0, P));
+  EXPECT_FALSE((*fc)->Contains(ObjectId{uint64_t(2)}, 0, P));
 }
 
 // A page is cached in one tier at a time; lookups see both tiers.
@@ -127,13 +127,13 @@ TEST(FragmentCacheTest, TiersHoldEachPageOnce) {
   ASSERT_TRUE(fc);
   std::mt19937_64 rng(5);
   std::string a = Bytes(rng, 4 * P), b = Bytes(rng, 2 * P);
-  (*fc)->Insert(9, 0, a, FragmentCache::Tier::kStream);
+  (*fc)->Insert(ObjectId{uint64_t(9)}, 0, a, FragmentCache::Tier::kStream);
   std::string got(4 * P, '\0');
-  EXPECT_TRUE((*fc)->Read(9, 0, 4 * P, got.data()).empty());
+  EXPECT_TRUE((*fc)->Read(ObjectId{uint64_t(9)}, 0, 4 * P, got.data()).empty());
   EXPECT_EQ(got, a);
   // Newer bytes for pages 1-2 in the frequency tier win over the stream copy.
-  (*fc)->Insert(9, P, b, FragmentCache::Tier::kFrequency);
-  auto misses = (*fc)->Read(9, 0, 4 * P, got.data());
+  (*fc)->Insert(ObjectId{uint64_t(9)}, P, b, FragmentCache::Tier::kFrequency);
+  auto misses = (*fc)->Read(ObjectId{uint64_t(9)}, 0, 4 * P, got.data());
   EXPECT_EQ(got.substr(P, 2 * P), b);
   // The stream entry holding the overlapped pages was dropped whole: pages 0
   // and 3 are misses now, never stale.
@@ -142,16 +142,35 @@ TEST(FragmentCacheTest, TiersHoldEachPageOnce) {
   EXPECT_EQ(misses[1].offset, 3 * P);
 }
 
+// Objects differing in any field of their id are distinct (the DSS keys
+// shards by inode, chunk/shard and version).
+TEST(FragmentCacheTest, ObjectIdsAreDistinct) {
+  auto fc = FragmentCache::Create(Cfg(64 << 20));
+  ASSERT_TRUE(fc);
+  std::mt19937_64 rng(6);
+  std::vector<ObjectId> ids = {{1, 2, 3}, {1, 2, 4}, {1, 3, 3}, {2, 2, 3}};
+  std::vector<std::string> data;
+  for (auto& id : ids) {
+    data.push_back(Bytes(rng, P));
+    (*fc)->Insert(id, 0, data.back());
+  }
+  for (size_t i = 0; i < ids.size(); i++) {
+    std::string got(P, '\0');
+    EXPECT_TRUE((*fc)->Read(ids[i], 0, P, got.data()).empty());
+    EXPECT_EQ(got, data[i]);
+  }
+}
+
 TEST(FragmentCacheTest, StaysWithinCapacity) {
   const uint64_t cap = 4 << 20;
   auto fc = FragmentCache::Create(Cfg(cap));
   ASSERT_TRUE(fc);
   std::mt19937_64 rng(4);
   for (int i = 0; i < 2000; i++) {
-    (*fc)->Insert(1 + rng() % 4, (rng() % 4096) * P, Bytes(rng, P * (1 + rng() % 16)));
+    (*fc)->Insert(ObjectId{uint64_t(1 + rng() % 4)}, (rng() % 4096) * P, Bytes(rng, P * (1 + rng() % 16)));
     ASSERT_LE((*fc)->used_bytes(), cap);
   }
 }
 
 }  // namespace
-}  // namespace rustfs::client
+}  // namespace rustfs::cache

@@ -1,5 +1,5 @@
-// The client's fragment cache (LLD-002 §3.1): the bytes reads actually
-// fetched, not whole chunks, keyed by (inode, grain) with grains of
+// A fragment cache (LLD-002 §3.1, §3.2): the bytes reads actually fetched,
+// not whole chunks, keyed by (object, grain) with grains of
 // `grain_size` bytes (64 KiB by default). A grain holds only the 4 KiB pages
 // that were read: a random 4 KiB read caches (and is charged) 4 KiB, never a
 // 64 KiB grain it did not fetch, so caching costs no read amplification.
@@ -26,14 +26,23 @@
 #include "cache/sharded_cache.h"
 #include "common/config.h"
 
-namespace rustfs::client {
+namespace rustfs::cache {
+
+// What a cached byte belongs to: the client uses {ino, 0, 0}; the DSS hot
+// tier a shard {ino, chunk << 8 | shard, version}.
+struct ObjectId {
+  uint64_t a = 0, b = 0, c = 0;
+  bool operator==(const ObjectId&) const = default;
+};
 
 class FragmentCache {
  public:
   static constexpr uint64_t kPage = 4096;  // bytes; cache and checksum granularity
 
   // grain_size: a power of two from 4 KiB to 256 KiB (64 pages).
-  static Result<std::unique_ptr<FragmentCache>> Create(const Config::FragmentCache& cfg);
+  // `metrics` prefixes the per-tier counters ("client.fragment_cache").
+  static Result<std::unique_ptr<FragmentCache>> Create(const Config::FragmentCache& cfg,
+                                                       const std::string& metrics = "client");
 
   uint64_t grain_size() const { return grain_; }
 
@@ -47,15 +56,15 @@ class FragmentCache {
   // Copies the cached parts of [offset, offset+len) into dst and returns
   // the page-aligned ranges that are not cached, in order, adjacent ones
   // merged (so each becomes one fetch).
-  std::vector<Range> Read(uint64_t ino, uint64_t offset, uint64_t len, char* dst);
+  std::vector<Range> Read(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst);
   // True when every page of [offset, offset+len) is cached.
-  bool Contains(uint64_t ino, uint64_t offset, uint64_t len);
+  bool Contains(const ObjectId& ino, uint64_t offset, uint64_t len);
   // Caches `data`, which starts at page-aligned file offset `offset`; a
   // short final page is padded with zeros (it lies past the end of file).
-  void Insert(uint64_t ino, uint64_t offset, std::string_view data, Tier tier = Tier::kFrequency);
+  void Insert(const ObjectId& ino, uint64_t offset, std::string_view data, Tier tier = Tier::kFrequency);
   // Drops every grain of `ino` overlapping [offset, offset+len) (len 0:
   // the whole file).
-  void Erase(uint64_t ino, uint64_t offset = 0, uint64_t len = 0);
+  void Erase(const ObjectId& ino, uint64_t offset = 0, uint64_t len = 0);
   // Drops everything (the client lost its leases).
   void Clear() {
     for (auto& c : tiers_) c->EraseIf([](const Key&) { return true; });
@@ -66,17 +75,24 @@ class FragmentCache {
 
  private:
   struct Key {
-    uint64_t ino;
+    ObjectId ino;
     uint64_t grain;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const { return k.ino * 0x9E3779B97F4A7C15ull ^ k.grain; }
+    size_t operator()(const Key& k) const {
+      return (k.ino.a * 0x9E3779B97F4A7C15ull) ^ (k.ino.b * 0xC2B2AE3D27D4EB4Full) ^
+             (k.ino.c * 0x165667B19E3779F9ull) ^ k.grain;
+    }
   };
   using Cache = cache::ShardedCache<Key, KeyHash>;
 
-  FragmentCache(uint64_t grain, std::unique_ptr<Cache> freq, std::unique_ptr<Cache> stream)
-      : grain_(grain), tiers_{std::move(freq), std::move(stream)} {}
+  FragmentCache(uint64_t grain, std::unique_ptr<Cache> freq, std::unique_ptr<Cache> stream,
+                const std::string& metrics)
+      : grain_(grain),
+        tiers_{std::move(freq), std::move(stream)},
+        page_hits_(GetCounter(metrics + ".cache_page_hits")),
+        page_misses_(GetCounter(metrics + ".cache_page_misses")) {}
   // The pages of grain g that either tier holds: (tier value, its mask).
   struct Found {
     std::shared_ptr<const std::string> v[2];
@@ -84,7 +100,7 @@ class FragmentCache {
     uint64_t any() const { return mask[0] | mask[1]; }
     const char* Page(uint32_t page) const;
   };
-  Found Find(uint64_t ino, uint64_t g);
+  Found Find(const ObjectId& ino, uint64_t g);
 
   // A grain's value: u64 bitmap of cached pages, then those pages packed in
   // page order.
@@ -93,6 +109,11 @@ class FragmentCache {
 
   const uint64_t grain_;
   std::unique_ptr<Cache> tiers_[2];
+  // Per page over both tiers: the hit rate users ask for (each tier's own
+  // counters count its lookups, and a page found in one tier is a lookup
+  // miss in the other).
+  Counter& page_hits_;
+  Counter& page_misses_;
 };
 
-}  // namespace rustfs::client
+}  // namespace rustfs::cache

@@ -1,11 +1,12 @@
-#include "client/fragment_cache.h"
+#include "cache/fragment_cache.h"
 
 #include <bit>
 #include <cstring>
 
-namespace rustfs::client {
+namespace rustfs::cache {
 
-Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::FragmentCache& cfg) {
+Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::FragmentCache& cfg,
+                                                             const std::string& metrics) {
   if (cfg.grain_size < kPage || cfg.grain_size > 64 * kPage || !std::has_single_bit(cfg.grain_size))
     return Err(InvalidArgument("fragment_cache.grain_size = " + FormatByteSize(cfg.grain_size) +
                                ": must be a power of two from 4KiB to 256KiB"));
@@ -14,16 +15,16 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
   o.capacity_bytes = cfg.capacity - stream_bytes;
   o.policy = cfg.policy;
   o.expected_value_bytes = cfg.grain_size;
-  o.metrics_prefix = "client.fragment_cache";
+  o.metrics_prefix = metrics + ".fragment_cache";
   auto freq = Cache::Create(o);
   if (!freq) return Err(freq.error());
   o.capacity_bytes = stream_bytes;
   o.policy = "lru";
-  o.metrics_prefix = "client.stream_cache";
+  o.metrics_prefix = metrics + ".stream_cache";
   auto stream = Cache::Create(o);
   if (!stream) return Err(stream.error());
   return std::unique_ptr<FragmentCache>(
-      new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream)));
+      new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream), metrics));
 }
 
 uint64_t FragmentCache::MaskOf(const std::string& v) {
@@ -37,7 +38,7 @@ const char* FragmentCache::PageOf(const std::string& v, uint32_t page) {
   return v.data() + 8 + std::popcount(below) * kPage;
 }
 
-FragmentCache::Found FragmentCache::Find(uint64_t ino, uint64_t g) {
+FragmentCache::Found FragmentCache::Find(const ObjectId& ino, uint64_t g) {
   Found f;
   for (int t = 0; t < 2; t++) {
     f.v[t] = tiers_[t]->Lookup({ino, g});
@@ -51,13 +52,8 @@ const char* FragmentCache::Found::Page(uint32_t page) const {
   return PageOf(*v[t], page);
 }
 
-std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t offset, uint64_t len,
+std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint64_t offset, uint64_t len,
                                                       char* dst) {
-  // Per page, over both tiers: the hit rate users ask for (each tier's own
-  // hits/misses count its lookups, and a page found in one tier is a
-  // lookup miss in the other).
-  static Counter& page_hits = GetCounter("client.cache_page_hits");
-  static Counter& page_misses = GetCounter("client.cache_page_misses");
   std::vector<Range> misses;
   auto miss = [&](uint64_t page_off) {
     if (!misses.empty() && misses.back().offset + misses.back().length == page_off)
@@ -74,11 +70,11 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
     for (uint64_t p = from; p < to; p += kPage) {
       uint32_t page = uint32_t((p - g * grain_) / kPage);
       if (!(mask >> page & 1)) {
-        page_misses.Inc();
+        page_misses_.Inc();
         miss(p);
         continue;
       }
-      page_hits.Inc();
+      page_hits_.Inc();
       uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
       std::memcpy(dst + (s - offset), f.Page(page) + (s - p), e - s);
     }
@@ -86,7 +82,7 @@ std::vector<FragmentCache::Range> FragmentCache::Read(uint64_t ino, uint64_t off
   return misses;
 }
 
-bool FragmentCache::Contains(uint64_t ino, uint64_t offset, uint64_t len) {
+bool FragmentCache::Contains(const ObjectId& ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
     uint64_t mask = Find(ino, g).any();
@@ -98,7 +94,7 @@ bool FragmentCache::Contains(uint64_t ino, uint64_t offset, uint64_t len) {
   return true;
 }
 
-void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data, Tier tier) {
+void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_view data, Tier tier) {
   Cache& cache = *tiers_[int(tier)];
   Cache& other = *tiers_[1 - int(tier)];
   const uint64_t end = offset + data.size();
@@ -129,7 +125,7 @@ void FragmentCache::Insert(uint64_t ino, uint64_t offset, std::string_view data,
   }
 }
 
-void FragmentCache::Erase(uint64_t ino, uint64_t offset, uint64_t len) {
+void FragmentCache::Erase(const ObjectId& ino, uint64_t offset, uint64_t len) {
   uint64_t first = offset / grain_;
   uint64_t last = len == 0 ? UINT64_MAX : (offset + len - 1) / grain_;
   for (auto& c : tiers_) {
@@ -141,4 +137,4 @@ void FragmentCache::Erase(uint64_t ino, uint64_t offset, uint64_t len) {
   }
 }
 
-}  // namespace rustfs::client
+}  // namespace rustfs::cache
