@@ -1,6 +1,7 @@
 #include "dss/dss_service.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
 
@@ -8,6 +9,7 @@ namespace rustfs::dss {
 
 namespace {
 ShardId FromPb(const pb::ShardKey& k) { return {k.ino(), k.chunk(), k.version(), k.shard()}; }
+cache::ObjectId HotKey(const ShardId& s) { return {s.ino, s.chunk << 8 | s.shard, s.version}; }
 }  // namespace
 
 DssService::DssService(const Config& cfg, uint32_t id)
@@ -26,40 +28,66 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   auto store = ShardStore::Open(cfg.dss[id].data_dir);
   if (!store) return Err(store.error());
   s->store_ = std::move(*store);
+  if (cfg.dss_hot_tier.enabled) {
+    Config::FragmentCache hc;
+    hc.capacity = cfg.dss_hot_tier.capacity;
+    hc.policy = cfg.dss_hot_tier.policy;
+    auto hot = cache::FragmentCache::Create(hc, "dss.hot_tier");
+    if (!hot) return Err(hot.error());
+    s->hot_ = std::move(*hot);
+  }
   s->RegisterHandlers();
   return s;
 }
 
 void DssService::RegisterHandlers() {
   ShardStore* st = store_.get();
-  server_.Handle(pb::M_WRITE_SHARD, [st](const std::string& body, std::string& payload,
+  server_.Handle(pb::M_WRITE_SHARD, [this, st](const std::string& body, std::string& payload,
                                          net::RpcReply& reply) -> Status {
     auto req = net::ParseBody<pb::WriteShardReq>(body, "WriteShard");
     if (!req) return req.error();
     RUSTFS_RETURN_IF_ERROR(st->Write(FromPb(req->key()), req->base_version(), req->offset(),
                                      payload, req->capacity()));
+    if (hot_) hot_->Erase(HotKey(FromPb(req->key())));  // a rewrite of the same version
     reply.body = pb::Empty().SerializeAsString();
     return Status::Ok();
   });
   Counter& served = GetCounter("dss.bytes_served");
   Counter& reads = GetCounter("dss.reads");
-  server_.Handle(pb::M_READ_SHARD, [st, &served, &reads](const std::string& body, std::string&,
-                                                         net::RpcReply& reply) -> Status {
+  server_.Handle(pb::M_READ_SHARD, [this, &served, &reads](const std::string& body, std::string&,
+                                                           net::RpcReply& reply) -> Status {
     auto req = net::ParseBody<pb::ReadShardReq>(body, "ReadShard");
     if (!req) return req.error();
     if (req->length() > net::kMaxPayloadBytes) return InvalidArgument("read length too large");
-    RUSTFS_RETURN_IF_ERROR(st->Read(FromPb(req->key()), req->offset(), req->length(),
-                                    reply.payload));
+    RUSTFS_RETURN_IF_ERROR(ReadShard(FromPb(req->key()), req->offset(), req->length(),
+                                     reply.payload));
     reads.Inc();
     served.Add(reply.payload.size());
     return Status::Ok();
   });
-  server_.Handle(pb::M_DELETE_SHARD, [st](const std::string& body, std::string&,
-                                          net::RpcReply& reply) -> Status {
+  server_.Handle(pb::M_DELETE_SHARD, [this, st](const std::string& body, std::string&,
+                                                net::RpcReply& reply) -> Status {
     auto req = net::ParseBody<pb::DeleteShardReq>(body, "DeleteShard");
     if (!req) return req.error();
+    if (hot_) hot_->Erase(HotKey(FromPb(req->key())));
     return st->Delete(FromPb(req->key()));
   });
+}
+
+// Serves what the hot tier holds; reads the rest from disk in whole,
+// verified 4 KiB pages and keeps them there.
+Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length,
+                             std::string& out) {
+  if (!hot_) return store_->Read(id, offset, length, out);
+  out.assign(length, '\0');
+  std::string pages;
+  for (const auto& m : hot_->Read(HotKey(id), offset, length, out.data())) {
+    RUSTFS_RETURN_IF_ERROR(store_->Read(id, m.offset, m.length, pages));
+    hot_->Insert(HotKey(id), m.offset, pages);
+    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + length);
+    std::memcpy(out.data() + (s - offset), pages.data() + (s - m.offset), e - s);
+  }
+  return Status::Ok();
 }
 
 void DssService::HeartbeatLoop() {

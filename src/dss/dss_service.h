@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "cache/fragment_cache.h"
 #include "common/config.h"
 #include "dss/shard_store.h"
 #include "net/rpc_channel.h"
@@ -24,10 +25,14 @@ class DssService {
   DssService(const Config& cfg, uint32_t id);
   void RegisterHandlers();
   void HeartbeatLoop();
+  Status ReadShard(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
 
   Config cfg_;
   uint32_t id_;
   std::unique_ptr<ShardStore> store_;
+  // Hot-fragment RAM tier (LLD-002 §3.2): verified shard pages served
+  // without touching the disk; null when dss_hot_tier.enabled = false.
+  std::unique_ptr<cache::FragmentCache> hot_;
   net::RpcServer server_;
   net::RpcChannel mds_;
   std::atomic<bool> stop_{false};

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import BIN, ROOT, counter, drop_caches, random_file
+from conftest import BIN, ROOT, counter, drop_caches, random_file  # noqa: F401
 
 MiB = 1 << 20
 PRELOAD = os.path.join(ROOT, "build", "src", "librustfs_preload.so")
@@ -139,3 +139,33 @@ def test_without_preload_fadvise_does_not_reach_the_daemon(shared_cluster, tmp_p
     os.close(fd)
     after = shared_cluster.stats()
     assert counter(after, "client", "client.hints_received") == counter(before, "client", "client.hints_received")
+
+
+def test_dss_hot_tier_serves_reads_without_disk(two_clients):
+    c, b = two_clients
+    p = c.path("tier.bin")
+    random_file(p, 8 * MiB, seed=14)
+    with open(p, "rb") as f:
+        ref = f.read()
+    offs = [(i * 7919 * 4096) % (8 * MiB - 4096) for i in range(300)]
+    fd = os.open(p, os.O_RDONLY | os.O_DIRECT)  # client A warms the DSS tier
+    try:
+        for o in offs:
+            assert direct_read(fd, o, 4096) == ref[o:o + 4096]
+    finally:
+        os.close(fd)
+    before = c.stats()
+    fd = os.open(b.path("tier.bin"), os.O_RDONLY | os.O_DIRECT)  # client B: its own cache is cold
+    try:
+        for o in offs:
+            assert direct_read(fd, o, 4096) == ref[o:o + 4096]
+    finally:
+        os.close(fd)
+    after = c.stats()
+
+    def d(name):
+        return counter(after, "dss-total", name) - counter(before, "dss-total", name)
+
+    assert d("dss.reads") >= 300  # B's reads did reach the servers...
+    assert d("dss.hot_tier.cache_page_hits") >= 300
+    assert d("dss.disk_bytes_read") == 0  # ...and none touched a disk
