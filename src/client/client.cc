@@ -186,7 +186,7 @@ Status Client::Connect() {
   for (auto& d : list->dss())
     if (d.id() < addrs.size()) addrs[d.id()] = d.address();
   dss_ = std::make_unique<DssPool>(addrs, cfg_.client.rpc_timeout_ms);
-  reader_ = std::make_unique<EcReader>(*dss_, mds_);
+  reader_ = std::make_unique<EcReader>(*dss_, mds_, cfg_.random_io.coalesce_gap_threshold);
   writer_ = std::make_unique<EcWriter>(*dss_, mds_, *reader_, client_id_);
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // Reads byte ranges of erasure-coded chunks (LLD-002 §2.1).
 //
-// Fast path: only the data shards that hold the wanted bytes are read, only
+// Fast path: one BatchRead per DSS for all the ranges wanted from it; only
+// the data shards that hold the wanted bytes are read, only
 // those byte ranges, all in parallel; no parity, no decode. When a needed
 // shard's DSS is down, its shard is missing, or a block fails its checksum,
 // the same stripe rows are read from K healthy shards and just those rows
@@ -32,7 +33,9 @@ struct ReadExtent {
 
 class EcReader {
  public:
-  EcReader(DssPool& dss, MdsClient& mds);
+  // Ranges of one shard closer than `gap_threshold` bytes are read as one
+  // (random_io.coalesce_gap_threshold).
+  EcReader(DssPool& dss, MdsClient& mds, uint64_t gap_threshold);
 
   Status Read(uint64_t ino, const layout::EcGeometry& g, std::span<const ReadExtent> extents);
 
@@ -49,6 +52,10 @@ class EcReader {
 
   DssPool& dss_;
   MdsClient& mds_;
+  const uint64_t gap_threshold_;
+  Counter& batch_rpcs_;
+  Counter& segments_;
+  Counter& coalesced_;
   std::mutex mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::shared_ptr<ec::RsCodec>> codecs_;
   Counter& reconstructions_;

@@ -65,6 +65,37 @@ void DssService::RegisterHandlers() {
     served.Add(reply.payload.size());
     return Status::Ok();
   });
+  Counter& batches = GetCounter("dss.batch_reads");
+  server_.Handle(pb::M_BATCH_READ, [this, &served, &reads, &batches](
+                                       const std::string& body, std::string&,
+                                       net::RpcReply& reply) -> Status {
+    auto req = net::ParseBody<pb::BatchReadReq>(body, "BatchRead");
+    if (!req) return req.error();
+    uint64_t total = 0;
+    for (auto& r : req->reads()) total += r.length();
+    if (total > net::kMaxPayloadBytes) return InvalidArgument("batch read too large");
+    batches.Inc();
+    pb::BatchReadReply rep;
+    reply.payload.reserve(total);
+    std::string seg;
+    // One failing segment (a missing or corrupt shard) fails only itself:
+    // the client repairs just that piece.
+    for (auto& r : req->reads()) {
+      auto* res = rep.add_results();
+      Status st = ReadShard(FromPb(r.key()), r.offset(), r.length(), seg);
+      if (!st.ok()) {
+        res->set_code(int(st.code()));
+        res->set_error(st.message());
+        continue;
+      }
+      res->set_length(seg.size());
+      reply.payload += seg;
+      reads.Inc();
+      served.Add(seg.size());
+    }
+    rep.SerializeToString(&reply.body);
+    return Status::Ok();
+  });
   server_.Handle(pb::M_DELETE_SHARD, [this, st](const std::string& body, std::string&,
                                                 net::RpcReply& reply) -> Status {
     auto req = net::ParseBody<pb::DeleteShardReq>(body, "DeleteShard");
