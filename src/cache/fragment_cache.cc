@@ -82,6 +82,20 @@ std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint6
   return misses;
 }
 
+Status FragmentCache::ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst,
+                                  Tier tier, const FetchFn& fetch,
+                                  const std::function<bool()>& keep) {
+  std::string pages;
+  for (const auto& m : Read(ino, offset, len, dst)) {
+    pages.assign(m.length, '\0');
+    RUSTFS_RETURN_IF_ERROR(fetch(m.offset, m.length, pages.data()));
+    if (!keep || keep()) Insert(ino, m.offset, pages, tier);
+    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + len);
+    std::memcpy(dst + (s - offset), pages.data() + (s - m.offset), e - s);
+  }
+  return Status::Ok();
+}
+
 bool FragmentCache::Contains(const ObjectId& ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {

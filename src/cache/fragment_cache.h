@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,13 @@ class FragmentCache {
   // the page-aligned ranges that are not cached, in order, adjacent ones
   // merged (so each becomes one fetch).
   std::vector<Range> Read(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst);
+  // Fills dst with [offset, offset+len): cached pages are copied, each run
+  // of missing pages is fetched by `fetch(run_offset, run_length, buf)`
+  // (page-aligned, buf zeroed), cached in `tier` unless `keep` says no
+  // (e.g. a revocation arrived meanwhile), and copied.
+  using FetchFn = std::function<Status(uint64_t offset, uint64_t length, char* buf)>;
+  Status ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst, Tier tier,
+                     const FetchFn& fetch, const std::function<bool()>& keep = {});
   // True when every page of [offset, offset+len) is cached.
   bool Contains(const ObjectId& ino, uint64_t offset, uint64_t len);
   // Caches `data`, which starts at page-aligned file offset `offset`; a

@@ -495,24 +495,19 @@ Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* bu
 Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                                 FragmentCache::Tier tier) {
   const uint64_t size = st.attr.size();
-  const uint64_t P = FragmentCache::kPage;
   std::string scratch;
   if (!buf) {
     scratch.resize(len);
     buf = scratch.data();
   }
   uint64_t seq = revoke_seq_.load();
-  for (const auto& m : fcache_->Read({st.ino}, offset, len, buf)) {
-    uint64_t fetch_len = std::min(m.offset + m.length, (size + P - 1) / P * P) - m.offset;
-    std::string pages(fetch_len, '\0');
-    uint64_t valid = std::min(m.offset + fetch_len, size) - m.offset;  // bytes before EOF
-    RUSTFS_RETURN_IF_ERROR(FetchRange(st, m.offset, valid, pages.data()));
-    // Not cached if a revocation came in meanwhile: these bytes may predate it.
-    if (revoke_seq_.load() == seq) fcache_->Insert({st.ino}, m.offset, pages, tier);
-    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + fetch_len, offset + len);
-    if (e > s) std::memcpy(buf + (s - offset), pages.data() + (s - m.offset), e - s);
-  }
-  return Status::Ok();
+  return fcache_->ReadThrough(
+      {st.ino}, offset, len, buf, tier,
+      [&](uint64_t off, uint64_t n, char* pages) {
+        return FetchRange(st, off, std::min(off + n, size) - off, pages);  // zeros past EOF
+      },
+      // Not cached if a revocation came in meanwhile: the bytes may predate it.
+      [&] { return revoke_seq_.load() == seq; });
 }
 
 // Acts on the detector's decision after a read or a hint: read-ahead and

@@ -112,13 +112,13 @@ Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length
   if (!hot_) return store_->Read(id, offset, length, out);
   out.assign(length, '\0');
   std::string pages;
-  for (const auto& m : hot_->Read(HotKey(id), offset, length, out.data())) {
-    RUSTFS_RETURN_IF_ERROR(store_->Read(id, m.offset, m.length, pages));
-    hot_->Insert(HotKey(id), m.offset, pages);
-    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + length);
-    std::memcpy(out.data() + (s - offset), pages.data() + (s - m.offset), e - s);
-  }
-  return Status::Ok();
+  return hot_->ReadThrough(HotKey(id), offset, length, out.data(),
+                           cache::FragmentCache::Tier::kFrequency,
+                           [&](uint64_t off, uint64_t len, char* buf) {
+                             RUSTFS_RETURN_IF_ERROR(store_->Read(id, off, len, pages));
+                             std::memcpy(buf, pages.data(), len);
+                             return Status::Ok();
+                           });
 }
 
 void DssService::HeartbeatLoop() {
