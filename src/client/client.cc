@@ -83,6 +83,11 @@ Client::~Client() {
   prefetch_cv_.notify_all();
   for (auto& t : prefetchers_) t.join();
   if (renew_.joinable()) renew_.join();
+  if (client_id_) {  // hand our leases back so no change waits for them to expire
+    pb::RenewLeasesReq r;
+    r.set_client_id(client_id_);
+    (void)mds_.CallStatus(pb::M_END_SESSION, r);
+  }
   if (callback_) callback_->Stop();
 }
 

@@ -31,6 +31,15 @@ Status LeaseTable::Renew(uint64_t client_id) {
   return Status::Ok();
 }
 
+void LeaseTable::End(uint64_t client_id) {
+  std::lock_guard lk(mu_);
+  sessions_.erase(client_id);
+  for (auto it = holders_.begin(); it != holders_.end();) {
+    it->second.erase(client_id);
+    it = it->second.empty() ? holders_.erase(it) : std::next(it);
+  }
+}
+
 void LeaseTable::Grant(uint64_t client_id, uint64_t ino) {
   if (client_id == 0) return;
   std::lock_guard lk(mu_);

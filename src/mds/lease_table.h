@@ -43,6 +43,10 @@ class LeaseTable {
   // without an ack: the client must drop its caches and register again.
   Status Renew(uint64_t client_id);
 
+  // The client is shutting down: its leases go now instead of at expiry,
+  // so nobody waits for them.
+  void End(uint64_t client_id);
+
   // Records that `client_id` (0 = an anonymous caller: nothing recorded)
   // may cache what it learns about `ino`. Call BEFORE reading the state
   // returned to the client, so a change racing with the read revokes it.

@@ -163,6 +163,10 @@ void MdsService::RegisterHandlers() {
     rep.set_lease_ms(uint32_t(lt->lease().count()));
     return rep;
   }));
+  server_.Handle(pb::M_END_SESSION, Typed<pb::RenewLeasesReq>([lt](const pb::RenewLeasesReq& r) {
+    lt->End(r.client_id());
+    return WrapStatus(Status::Ok());
+  }));
   server_.Handle(pb::M_RENEW_LEASES, Typed<pb::RenewLeasesReq>([lt](const pb::RenewLeasesReq& r) {
     return WrapStatus(lt->Renew(r.client_id()));
   }));

@@ -124,13 +124,16 @@ class SecondMount:
         return json.loads(os.getxattr(self.mnt, "user.rustfs.stats"))
 
     def close(self):
+        if self.proc.poll() is not None:
+            return  # already closed
         subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
 
 
 @pytest.fixture

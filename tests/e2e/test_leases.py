@@ -134,3 +134,17 @@ def test_client_stops_trusting_its_map_when_the_lease_lapses(tmp_root):
             os.close(fd)
     finally:
         c.down()
+
+
+def test_a_client_that_unmounts_hands_its_leases_back(two_clients):
+    c, b = two_clients
+    os.mkdir(c.path("gone"))
+    assert os.listdir(b.path("gone")) == []  # B now holds leases on the directory
+    b.close()  # unmount: B ends its session
+    before = c.stats()
+    with open(c.path("gone", "new"), "w") as f:  # revokes nobody, waits for nobody
+        f.write("x")
+    after = c.stats()
+    assert counter(after, "mds", "mds.lease_revocations_waited_out") == counter(
+        before, "mds", "mds.lease_revocations_waited_out")
+    assert counter(after, "mds", "mds.lease_revocations") == counter(before, "mds", "mds.lease_revocations")
