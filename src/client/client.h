@@ -125,7 +125,7 @@ class Client {
   std::unique_ptr<EcWriter> writer_;
 
   // Open files, and closed ones whose state is still worth keeping.
-  static constexpr size_t kMaxCachedStates = 16384;
+  static constexpr size_t kMaxCachedStates = 131072;  // ~1 KiB each for small files
   std::mutex open_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<FileState>> open_;
 
