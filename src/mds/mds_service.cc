@@ -21,7 +21,9 @@ pb::Layout LayoutFromConfig(const Config& cfg) {
 
 namespace {
 
+// Shards per chunk, and how many of them hold distinct data.
 uint32_t LayoutWidth(const pb::Layout& l) { return l.kind() == 1 ? l.replicas() : l.k() + l.m(); }
+uint32_t DataShards(const pb::Layout& l) { return l.kind() == 1 ? 1 : l.k(); }
 
 // Adapts a typed handler `Result<Rep>(const Req&)` to the server's signature.
 template <class Req, class Fn>
@@ -177,10 +179,9 @@ void MdsService::RegisterHandlers() {
       std::lock_guard lk(dss_mu_);
       for (auto& d : dss_) free += d.free_bytes;
     }
-    // Usable space: parity takes m of every k+m bytes.
-    uint32_t k = cfg_.layout.kind == "replica" ? 1 : cfg_.layout.k;
-    uint32_t w = cfg_.layout.kind == "replica" ? cfg_.layout.replicas : k + cfg_.layout.m;
-    r.set_free_bytes(free / w * k);
+    // Usable space: parity (or extra replicas) take the rest of every chunk.
+    const pb::Layout layout = LayoutFromConfig(cfg_);
+    r.set_free_bytes(free / LayoutWidth(layout) * DataShards(layout));
     r.set_total_bytes(r.free_bytes());
     r.set_files(st->FileCount());
     return r;
