@@ -112,6 +112,7 @@ struct UpOptions {
   unsigned k = 4, m = 2;
   std::string chunk_size = "4MiB", stripe_unit = "64KiB";
   unsigned lease_ms = 10000;
+  bool config_only = false;  // write D/rustfs.toml (to edit it) and start nothing
 };
 
 Status WriteClusterConfig(const UpOptions& o) {
@@ -153,6 +154,10 @@ int ClusterUp(UpOptions o) {
   if (!cfg) {
     std::cerr << "rustfs: " << cfg.error().message() << "\n";
     return 2;
+  }
+  if (o.config_only) {
+    std::cout << "wrote " << cfg_path << "\n";
+    return 0;
   }
   std::string bin = SelfDir();
   auto start = [&](const std::string& name, std::vector<std::string> argv) -> Result<pid_t> {
@@ -320,6 +325,8 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--chunk-size", up.chunk_size, "chunk size (new cluster)");
   up_cmd->add_option("--stripe-unit", up.stripe_unit, "EC stripe unit (new cluster)");
   up_cmd->add_option("--lease-ms", up.lease_ms, "client lease time in ms (new cluster)");
+  up_cmd->add_flag("--config-only", up.config_only,
+                   "write DIR/rustfs.toml and start nothing (edit it, then run up again)");
   std::string down_dir;
   auto* down_cmd = cluster->add_subcommand("down", "unmount and stop a local cluster");
   down_cmd->add_option("--dir", down_dir, "cluster folder")->required();

@@ -30,7 +30,7 @@ CountMinSketch::Options CountMinSketch::OptionsForItems(uint64_t expected_items)
   const uint64_t n = std::max<uint64_t>(expected_items, 1);
   Options o;
   o.width = std::max<uint64_t>(16, 4 * CeilPow2(n));
-  o.sample_size = 10 * n;
+  o.sample_size = kSamplePerItem * n;
   o.doorkeeper_bits = std::max<uint64_t>(64, CeilPow2(4 * o.sample_size));
   return o;
 }

@@ -1,6 +1,7 @@
 #include "cache/fragment_cache.h"
 
 #include <bit>
+#include <algorithm>
 #include <cstring>
 
 namespace rustfs::cache {
@@ -16,10 +17,16 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
   o.policy = cfg.policy;
   o.expected_value_bytes = cfg.grain_size;
   o.metrics_prefix = metrics + ".fragment_cache";
+  // More shards, fewer collisions between reader threads, but each shard
+  // must still hold plenty of grains: up to 64 shards of >= 64 grains.
+  o.num_shards = uint32_t(std::bit_floor(std::clamp<uint64_t>(
+      o.capacity_bytes / (64 * (cfg.grain_size + Cache::kEntryOverheadBytes)), 1, 64)));
   auto freq = Cache::Create(o);
   if (!freq) return Err(freq.error());
   o.capacity_bytes = stream_bytes;
   o.policy = "lru";
+  o.num_shards = uint32_t(std::bit_floor(std::clamp<uint64_t>(
+      stream_bytes / (64 * (cfg.grain_size + Cache::kEntryOverheadBytes)), 1, 64)));
   o.metrics_prefix = metrics + ".stream_cache";
   auto stream = Cache::Create(o);
   if (!stream) return Err(stream.error());
@@ -27,83 +34,86 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
       new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream), metrics));
 }
 
+// Byte 0 holds the header length h; the mask is the 8 bytes before h, and
+// the pages start at h, which is 64-byte aligned in memory: a copy out of a
+// page that straddles cache lines on every vector load runs at half speed.
 uint64_t FragmentCache::MaskOf(const std::string& v) {
   uint64_t m;
-  std::memcpy(&m, v.data(), 8);
+  std::memcpy(&m, v.data() + uint8_t(v[0]) - 8, 8);
   return m;
 }
 
 const char* FragmentCache::PageOf(const std::string& v, uint32_t page) {
   uint64_t below = MaskOf(v) & ((uint64_t(1) << page) - 1);
-  return v.data() + 8 + std::popcount(below) * kPage;
+  return v.data() + uint8_t(v[0]) + std::popcount(below) * kPage;
 }
 
-FragmentCache::Found FragmentCache::Find(const ObjectId& ino, uint64_t g) {
-  Found f;
-  for (int t = 0; t < 2; t++) {
-    f.v[t] = tiers_[t]->Lookup({ino, g});
-    if (f.v[t]) f.mask[t] = MaskOf(*f.v[t]);
+std::shared_ptr<std::string> FragmentCache::NewValue(uint64_t mask) {
+  constexpr size_t kAlign = 64, kMinHeader = 16;  // byte 0, padding, 8-byte mask
+  auto v = std::make_shared<std::string>(kMinHeader + kAlign + std::popcount(mask) * kPage, '\0');
+  uintptr_t at = reinterpret_cast<uintptr_t>(v->data());
+  size_t h = ((at + kMinHeader + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
+  v->resize(h + std::popcount(mask) * kPage);  // shrinking keeps the buffer
+  (*v)[0] = char(h);
+  std::memcpy(v->data() + h - 8, &mask, 8);
+  return v;
+}
+
+template <class OnPages>
+uint64_t FragmentCache::VisitGrain(const ObjectId& ino, uint64_t g, uint64_t want, Tier first,
+                                   OnPages&& on_pages) {
+  for (int t : {int(first), 1 - int(first)}) {
+    if (!want) break;
+    tiers_[t]->LookupVisit({ino, g}, [&](const std::string& v) {
+      uint64_t have = MaskOf(v) & want;
+      if (have) on_pages(v, have);
+      want &= ~have;  // a page lives in one tier only
+    });
   }
-  return f;
-}
-
-const char* FragmentCache::Found::Page(uint32_t page) const {
-  int t = (mask[0] >> page & 1) ? 0 : 1;
-  return PageOf(*v[t], page);
+  return want;
 }
 
 std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint64_t offset, uint64_t len,
-                                                      char* dst) {
+                                                      char* dst, Tier first) {
   std::vector<Range> misses;
-  auto miss = [&](uint64_t page_off) {
-    if (!misses.empty() && misses.back().offset + misses.back().length == page_off)
-      misses.back().length += kPage;
-    else
-      misses.push_back({page_off, kPage});
-  };
+  uint64_t hit_pages = 0, missed_pages = 0;
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    Found f = Find(ino, g);
-    uint64_t mask = f.any();
-    uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
-    uint64_t to = std::min(end, (g + 1) * grain_);
-    for (uint64_t p = from; p < to; p += kPage) {
-      uint32_t page = uint32_t((p - g * grain_) / kPage);
-      if (!(mask >> page & 1)) {
-        page_misses_.Inc();
-        miss(p);
-        continue;
+    const uint64_t base = g * grain_;
+    const uint64_t from = std::max(offset, base), to = std::min(end, base + grain_);
+    const uint64_t want =
+        PageMask(uint32_t((from - base) / kPage), uint32_t((to - base + kPage - 1) / kPage));
+    uint64_t missing = VisitGrain(ino, g, want, first, [&](const std::string& v, uint64_t have) {
+      for (uint64_t m = have; m; m &= m - 1) {
+        uint32_t page = uint32_t(std::countr_zero(m));
+        uint64_t p = base + page * kPage;
+        uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
+        std::memcpy(dst + (s - offset), PageOf(v, page) + (s - p), e - s);
       }
-      page_hits_.Inc();
-      uint64_t s = std::max(p, offset), e = std::min(p + kPage, end);
-      std::memcpy(dst + (s - offset), f.Page(page) + (s - p), e - s);
+    });
+    hit_pages += std::popcount(want & ~missing);
+    missed_pages += std::popcount(missing);
+    for (uint64_t m = missing; m; m &= m - 1) {
+      uint64_t p = base + uint64_t(std::countr_zero(m)) * kPage;
+      if (!misses.empty() && misses.back().offset + misses.back().length == p)
+        misses.back().length += kPage;
+      else
+        misses.push_back({p, kPage});
     }
   }
+  if (hit_pages) page_hits_.Add(hit_pages);
+  if (missed_pages) page_misses_.Add(missed_pages);
   return misses;
-}
-
-Status FragmentCache::ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst,
-                                  Tier tier, const FetchFn& fetch,
-                                  const std::function<bool()>& keep) {
-  std::string pages;
-  for (const auto& m : Read(ino, offset, len, dst)) {
-    pages.assign(m.length, '\0');
-    RUSTFS_RETURN_IF_ERROR(fetch(m.offset, m.length, pages.data()));
-    if (!keep || keep()) Insert(ino, m.offset, pages, tier);
-    uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + len);
-    std::memcpy(dst + (s - offset), pages.data() + (s - m.offset), e - s);
-  }
-  return Status::Ok();
 }
 
 bool FragmentCache::Contains(const ObjectId& ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    uint64_t mask = Find(ino, g).any();
-    uint64_t from = std::max(offset, g * grain_) / kPage * kPage;
-    uint64_t to = std::min(end, (g + 1) * grain_);
-    for (uint64_t p = from; p < to; p += kPage)
-      if (!(mask >> ((p - g * grain_) / kPage) & 1)) return false;
+    const uint64_t base = g * grain_;
+    const uint64_t from = std::max(offset, base), to = std::min(end, base + grain_);
+    const uint64_t want =
+        PageMask(uint32_t((from - base) / kPage), uint32_t((to - base + kPage - 1) / kPage));
+    if (VisitGrain(ino, g, want, Tier::kFrequency, [](const std::string&, uint64_t) {})) return false;
   }
   return true;
 }
@@ -119,9 +129,8 @@ void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_vie
     for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
       add_mask |= uint64_t(1) << ((p - g * grain_) / kPage);
     uint64_t mask = old_mask | add_mask;  // pages given here replace cached ones
-    auto v = std::make_shared<std::string>(8 + std::popcount(mask) * kPage, '\0');
-    std::memcpy(v->data(), &mask, 8);
-    char* out = v->data() + 8;
+    auto v = NewValue(mask);
+    char* out = v->data() + uint8_t((*v)[0]);
     for (uint32_t page = 0; page < 64; page++) {
       if (!(mask >> page & 1)) continue;
       uint64_t p = g * grain_ + page * kPage;

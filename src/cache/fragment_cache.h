@@ -17,7 +17,9 @@
 // Thread-safe. Values are immutable; adding pages to a grain replaces it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,15 +58,35 @@ class FragmentCache {
   };
   // Copies the cached parts of [offset, offset+len) into dst and returns
   // the page-aligned ranges that are not cached, in order, adjacent ones
-  // merged (so each becomes one fetch).
-  std::vector<Range> Read(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst);
+  // merged (so each becomes one fetch). Tier `first` is consulted first and
+  // the other only for pages `first` lacks, so a hit in the expected tier
+  // is one lookup (and no allocation: the returned vector is empty).
+  std::vector<Range> Read(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst,
+                          Tier first = Tier::kFrequency);
   // Fills dst with [offset, offset+len): cached pages are copied, each run
   // of missing pages is fetched by `fetch(run_offset, run_length, buf)`
-  // (page-aligned, buf zeroed), cached in `tier` unless `keep` says no
-  // (e.g. a revocation arrived meanwhile), and copied.
-  using FetchFn = std::function<Status(uint64_t offset, uint64_t length, char* buf)>;
+  // -> Status (page-aligned, buf zeroed), cached in `tier` unless `keep()`
+  // says no (e.g. a revocation arrived meanwhile), and copied. Templates,
+  // not std::function, so a hit costs no allocation.
+  template <class Fetch, class Keep>
   Status ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst, Tier tier,
-                     const FetchFn& fetch, const std::function<bool()>& keep = {});
+                     Fetch&& fetch, Keep&& keep) {
+    std::vector<Range> misses = Read(ino, offset, len, dst, tier);
+    std::string pages;
+    for (const Range& m : misses) {
+      pages.assign(m.length, '\0');
+      RUSTFS_RETURN_IF_ERROR(fetch(m.offset, m.length, pages.data()));
+      if (keep()) Insert(ino, m.offset, pages, tier);
+      uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + len);
+      std::memcpy(dst + (s - offset), pages.data() + (s - m.offset), e - s);
+    }
+    return Status::Ok();
+  }
+  template <class Fetch>
+  Status ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst, Tier tier,
+                     Fetch&& fetch) {
+    return ReadThrough(ino, offset, len, dst, tier, std::forward<Fetch>(fetch), [] { return true; });
+  }
   // True when every page of [offset, offset+len) is cached.
   bool Contains(const ObjectId& ino, uint64_t offset, uint64_t len);
   // Caches `data`, which starts at page-aligned file offset `offset`; a
@@ -101,18 +123,23 @@ class FragmentCache {
         tiers_{std::move(freq), std::move(stream)},
         page_hits_(GetCounter(metrics + ".cache_page_hits")),
         page_misses_(GetCounter(metrics + ".cache_page_misses")) {}
-  // The pages of grain g that either tier holds: (tier value, its mask).
-  struct Found {
-    std::shared_ptr<const std::string> v[2];
-    uint64_t mask[2] = {0, 0};
-    uint64_t any() const { return mask[0] | mask[1]; }
-    const char* Page(uint32_t page) const;
-  };
-  Found Find(const ObjectId& ino, uint64_t g);
+  // Visits grain g's cached pages among `want` (a page mask), tier `first`
+  // first, then the other for what is still wanted: calls
+  // on_pages(value, mask) under the tier's shard lock for each tier that
+  // has some. Returns the wanted pages neither tier has.
+  template <class OnPages>
+  uint64_t VisitGrain(const ObjectId& ino, uint64_t g, uint64_t want, Tier first, OnPages&& on_pages);
+  static uint64_t PageMask(uint32_t first_page, uint32_t end_page) {  // pages [first, end)
+    uint64_t upto = end_page >= 64 ? ~uint64_t(0) : (uint64_t(1) << end_page) - 1;
+    return upto & ~((uint64_t(1) << first_page) - 1);
+  }
 
-  // A grain's value: u64 bitmap of cached pages, then those pages packed in
-  // page order.
+  // A grain's value: a small header (its length in byte 0, the u64 bitmap
+  // of cached pages in its last 8 bytes), then those pages packed in page
+  // order, starting 64-byte aligned.
   static uint64_t MaskOf(const std::string& v);
+  // A zeroed value with room for mask's pages.
+  static std::shared_ptr<std::string> NewValue(uint64_t mask);
   static const char* PageOf(const std::string& v, uint32_t page);
 
   const uint64_t grain_;

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cache/hash.h"
+#include "common/adaptive_mutex.h"
 #include "cache/policy.h"
 #include "common/metrics.h"
 #include "common/status.h"
@@ -104,6 +105,30 @@ class ShardedCache {
     s.misses.fetch_add(1, std::memory_order_relaxed);
     if (misses_counter_ != nullptr) misses_counter_->Inc();
     return nullptr;
+  }
+
+  // Like Lookup, but calls visit(const std::string& value) under the shard
+  // lock instead of handing out a reference: the hit path copies the bytes
+  // it needs without touching the value's (shared, contended) reference
+  // count. `visit` must be short and must not call into this cache.
+  // Returns whether `key` was cached.
+  template <class Visit>
+  bool LookupVisit(const Key& key, Visit&& visit) {
+    const uint64_t h = HashOf(key);
+    Shard& s = ShardFor(h);
+    std::lock_guard lock(s.mu);
+    s.policy->RecordAccess(h);
+    auto it = s.map.find(h);
+    if (it != s.map.end() && equal_(it->second.key, key)) {
+      s.policy->Touch(h);
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      if (hits_counter_ != nullptr) hits_counter_->Inc();
+      visit(*it->second.value);
+      return true;
+    }
+    s.misses.fetch_add(1, std::memory_order_relaxed);
+    if (misses_counter_ != nullptr) misses_counter_->Inc();
+    return false;
   }
 
   // Offers `value` for `key` (replacing any cached value of `key`). Returns
@@ -212,7 +237,7 @@ class ShardedCache {
   // Cache-line aligned so that shards locked by different threads do not
   // share a line.
   struct alignas(64) Shard {
-    mutable std::mutex mu;
+    mutable AdaptiveMutex mu;
     std::unique_ptr<Policy> policy;
     std::unordered_map<uint64_t, Entry> map;  // by mixed hash of the key
     std::vector<uint64_t> evicted;            // scratch for Policy::Insert

@@ -31,7 +31,7 @@
 //                    protected, then the window, without a contest.
 // The window always keeps at least its newest entry, so a tiny cache still
 // admits through it. Frequency is the count-min sketch estimate (with
-// doorkeeper and halving every 10 x expected_entries accesses) of the keys'
+// doorkeeper and halving every CountMinSketch::kSamplePerItem (32) x expected_entries accesses) of the keys'
 // RecordAccess calls. Caffeine's adaptive window sizing and its random
 // admission of warm candidates (a hash-flooding defence) are not
 // implemented: the window is a fixed fraction, and decisions are
@@ -55,7 +55,7 @@ class WTinyLfuPolicy final : public Policy {
   struct Options {
     uint64_t capacity_bytes = 0;
     // About how many entries fit in capacity_bytes; sizes the sketch and its
-    // sample (10 x this many accesses between halvings). 0 = capacity_bytes
+    // sample (kSamplePerItem x this many accesses between halvings). 0 = capacity_bytes
     // (unit charges).
     uint64_t expected_entries = 0;
     uint32_t window_percent = 1;      // of capacity_bytes, 0..100

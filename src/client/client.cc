@@ -191,7 +191,11 @@ Status Client::Connect() {
   for (auto& d : list->dss())
     if (d.id() < addrs.size()) addrs[d.id()] = d.address();
   dss_ = std::make_unique<DssPool>(addrs, cfg_.client.rpc_timeout_ms);
-  reader_ = std::make_unique<EcReader>(*dss_, mds_, cfg_.random_io.coalesce_gap_threshold);
+  EcReader::Options ro;
+  ro.gap_threshold = cfg_.random_io.coalesce_gap_threshold;
+  ro.hedge = cfg_.client.hedge_reads;
+  ro.hedge_min_us = cfg_.client.hedge_min_us;
+  reader_ = std::make_unique<EcReader>(*dss_, mds_, ro);
   writer_ = std::make_unique<EcWriter>(*dss_, mds_, *reader_, client_id_);
   return Status::Ok();
 }
@@ -294,6 +298,23 @@ Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& in) {
   uint64_t keep = (a->size() + st->geo.chunk_size - 1) / st->geo.chunk_size;
   st->chunks.erase(st->chunks.lower_bound(keep), st->chunks.end());
   return a;
+}
+
+Status Client::SetLayout(uint64_t ino, const std::string& spec) {
+  auto a = GetAttr(ino);
+  if (!a) return a.error();
+  pb::SetAttrReq req;
+  req.set_ino(ino);
+  req.set_valid(pb::SET_LAYOUT);
+  *req.mutable_layout() = a->layout();
+  RUSTFS_RETURN_IF_ERROR(ParseLayoutSpec(spec, *req.mutable_layout()));
+  auto r = SetAttr(req);
+  if (!r) return r.error();
+  if (auto st = FindOpen(ino)) {  // its geometry came from the old layout
+    std::unique_lock lk(st->mu);
+    st->map_stale = true;
+  }
+  return Status::Ok();
 }
 
 // POSIX: bytes cut off by a truncate read as zeros if the file grows again.
@@ -401,9 +422,6 @@ Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino) {
   r.set_client_id(client_id_);  // ...held under a layout lease
   auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, r);
   if (!m) return Err(m.error());
-  if (m->attr().layout().kind() != 0)
-    return Err(InvalidArgument("inode " + std::to_string(ino) +
-                               " uses a replicated layout, which this client cannot read yet"));
   auto st = std::make_shared<FileState>();
   st->ino = ino;
   st->attr = m->attr();
@@ -423,6 +441,7 @@ Status Client::RefreshMap(FileState& st) {
     return fresh.error();
   }
   st.attr = (*fresh)->attr;
+  st.geo = (*fresh)->geo;  // a directory's or empty file's layout can change (SetLayout)
   st.chunks = std::move((*fresh)->chunks);
   return Status::Ok();
 }
@@ -448,18 +467,25 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
   return f;
 }
 
+// Takes st.mu for a read: shared, unless buffered writes must be published
+// first (read-your-writes) or the map is no longer covered by a lease and
+// must be fetched again before use.
+Status Client::LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
+                           std::unique_lock<std::shared_mutex>& wl) {
+  rl = std::shared_lock(st.mu);
+  if (st.dirty.empty() && !st.map_stale && LeaseValid()) return Status::Ok();
+  rl.unlock();
+  wl = std::unique_lock(st.mu);
+  RUSTFS_RETURN_IF_ERROR(FlushLocked(st));
+  if (st.map_stale || !LeaseValid()) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
+  return Status::Ok();
+}
+
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
   FileState& st = *f.state;
-  std::shared_lock rl(st.mu);
+  std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
-  if (!st.dirty.empty() || st.map_stale || !LeaseValid()) {
-    // Read-your-writes: publish buffered writes, then read them back. And
-    // a map no longer covered by a lease is fetched again before use.
-    rl.unlock();
-    wl = std::unique_lock(st.mu);
-    RUSTFS_RETURN_ERR(FlushLocked(st));
-    if (st.map_stale || !LeaseValid()) RUSTFS_RETURN_ERR(RefreshMap(st));
-  }
+  RUSTFS_RETURN_ERR(LockForRead(st, rl, wl));
   app_reads_.Inc();
   uint64_t size = st.attr.size();
   if (offset >= size || len == 0) return 0;
@@ -470,17 +496,76 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
     RUSTFS_RETURN_ERR(FetchRange(st, offset, len, buf));
     return len;
   }
-  // Sequential files cache in the stream tier; everything else is subject
-  // to frequency admission.
-  auto tier = f.detector.mode() == AccessMode::kSequential ? FragmentCache::Tier::kStream
-                                                           : FragmentCache::Tier::kFrequency;
-  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf, tier));
+  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf, TierFor(f)));
   return len;
 }
 
-// Caller holds st.mu (shared is enough).
-Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf) {
+Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
+  FileState& st = *f.state;
+  std::shared_lock<std::shared_mutex> rl;
+  std::unique_lock<std::shared_mutex> wl;
+  if (Status s = LockForRead(st, rl, wl); !s.ok()) {
+    for (auto& r : reqs) r.status = s;
+    return s;
+  }
+  const uint64_t size = st.attr.size();
+  const auto tier = TierFor(f);
+  // What the cache lacks, over all requests, fetched in one reader call:
+  // the pieces of every miss reach each DSS in one BatchRead.
+  struct Miss {
+    size_t req;
+    uint64_t offset, length;  // page-aligned (file bytes; zeros past EOF)
+    std::string pages;
+  };
+  std::vector<Miss> misses;
+  for (size_t i = 0; i < reqs.size(); i++) {
+    ReadReq& r = reqs[i];
+    app_reads_.Inc();
+    r.status = Status::Ok();
+    r.bytes = r.offset >= size ? 0 : std::min<uint64_t>(r.length, size - r.offset);
+    if (r.bytes == 0) continue;
+    app_bytes_read_.Add(r.bytes);
+    Observe(f, st, f.detector.OnRead(r.offset, r.bytes, size));
+    if (!fcache_) {
+      misses.push_back({i, r.offset, r.bytes, {}});
+      continue;
+    }
+    for (const auto& m : fcache_->Read({st.ino}, r.offset, r.bytes, r.buf, tier))
+      misses.push_back({i, m.offset, m.length, {}});
+  }
+  if (misses.empty()) return Status::Ok();
+  const uint64_t seq = revoke_seq_.load();
   std::vector<ReadExtent> extents;
+  for (Miss& m : misses) {
+    m.pages.assign(m.length, '\0');
+    AppendExtents(st, m.offset, std::min(m.offset + m.length, size) - m.offset, m.pages.data(), extents);
+  }
+  Status fetched = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
+  const bool keep = fcache_ && revoke_seq_.load() == seq;  // nothing cached across a revocation
+  for (Miss& m : misses) {
+    ReadReq& r = reqs[m.req];
+    if (!fetched.ok()) {
+      r.status = fetched;
+      r.bytes = 0;
+      continue;
+    }
+    if (keep) fcache_->Insert({st.ino}, m.offset, m.pages, tier);
+    uint64_t s = std::max(m.offset, r.offset), e = std::min(m.offset + m.length, r.offset + r.bytes);
+    std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
+  }
+  return fetched;
+}
+
+// Sequential files cache in the stream tier; everything else is subject to
+// frequency admission.
+FragmentCache::Tier Client::TierFor(const OpenFile& f) const {
+  return f.detector.mode() == AccessMode::kSequential ? FragmentCache::Tier::kStream
+                                                      : FragmentCache::Tier::kFrequency;
+}
+
+// Caller holds st.mu (shared is enough). Holes read as zeros.
+void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
+                           std::vector<ReadExtent>& extents) {
   for (auto& s : layout::SplitFileRange(st.geo.chunk_size, offset, len)) {
     auto it = st.chunks.find(s.chunk_index);
     if (it == st.chunks.end()) {
@@ -489,6 +574,12 @@ Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* bu
     }
     extents.push_back({&it->second, s.chunk_offset, s.length, buf + s.buf_offset});
   }
+}
+
+// Caller holds st.mu (shared is enough).
+Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf) {
+  std::vector<ReadExtent> extents;
+  AppendExtents(st, offset, len, buf, extents);
   if (extents.empty()) return Status::Ok();
   return reader_->Read(st.ino, st.geo, extents);
 }
@@ -520,8 +611,10 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
 void Client::Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d) {
   static Counter& to_random = GetCounter("client.mode_switches_to_random");
   static Counter& to_seq = GetCounter("client.mode_switches_to_sequential");
-  int prev = st.last_mode.exchange(int(d.mode));
-  if (prev != int(d.mode)) {
+  // Read before writing: the line is shared by every reader of the file,
+  // and the mode rarely changes.
+  if (st.last_mode.load(std::memory_order_relaxed) != int(d.mode) &&
+      st.last_mode.exchange(int(d.mode)) != int(d.mode)) {
     if (d.mode == AccessMode::kRandom) to_random.Inc();
     if (d.mode == AccessMode::kSequential) to_seq.Inc();
   }
@@ -585,6 +678,9 @@ Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {
 Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len) {
   FileState& st = *f.state;
   std::unique_lock lk(st.mu);
+  // A layout change (or a revocation) since the map was fetched: buffer
+  // against the current geometry, which sets chunk size and shard count.
+  if (st.dirty.empty() && st.map_stale) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
   app_bytes_written_.Add(len);
   const uint64_t cs = st.geo.chunk_size;
   for (auto& s : layout::SplitFileRange(cs, offset, len)) {

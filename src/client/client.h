@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -57,6 +59,11 @@ class Client {
   Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                 const std::string& new_name, uint32_t flags);
   Result<pb::StatFsReply> StatFs();
+  // Sets the layout of a directory (files created in it afterwards inherit
+  // it) or of a file with no data yet, from a spec "ec:K+M" or "replica:R";
+  // chunk size and stripe unit stay as they are. InvalidArgument for a bad
+  // spec or one the cluster cannot place.
+  Status SetLayout(uint64_t ino, const std::string& spec);
 
   // --- data ---
   // Fetches the whole chunk map in one MDS RPC (LLD-002 §1.1); later reads
@@ -64,6 +71,20 @@ class Client {
   Result<std::shared_ptr<OpenFile>> Open(uint64_t ino);
   // Reads up to `len` bytes at `offset` into `buf`; short at end of file.
   Result<size_t> Read(OpenFile& f, uint64_t offset, size_t len, char* buf);
+  // One read of a batch: [offset, offset+length) into buf (caller-owned,
+  // length bytes). Out: bytes (short at end of file, 0 past it) and status.
+  struct ReadReq {
+    uint64_t offset = 0;
+    size_t length = 0;
+    char* buf = nullptr;
+    size_t bytes = 0;
+    Status status;
+  };
+  // Serves many reads of one file together: cache hits are copied, and the
+  // pieces all the misses need are grouped so that each DSS gets one
+  // BatchRead for the whole set (LLD-002 §5.2, the role of an RDMA SGL).
+  // Each request gets its own status; the return value is the first error.
+  Status ReadMany(OpenFile& f, std::span<ReadReq> reqs);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
   // An fadvise-style hint (POSIX_FADV_* advice) on [offset, offset+len),
   // len 0 = to end of file: RANDOM / SEQUENTIAL pin the handle's mode,
@@ -107,6 +128,11 @@ class Client {
   // the parent's attributes (all change when the entry does).
   void ForgetEntry(uint64_t parent, const std::string& name);
   Result<pb::Attr> CreateCommon(uint32_t method, pb::CreateReq& r);
+  Status LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
+                     std::unique_lock<std::shared_mutex>& wl);
+  FragmentCache::Tier TierFor(const OpenFile& f) const;
+  void AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
+                     std::vector<ReadExtent>& extents);
   Status FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf);
   Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                           FragmentCache::Tier tier);

@@ -25,10 +25,25 @@ class DssPool {
   // degraded path) for a short while instead of paying a connect per read.
   void MarkDown(uint32_t id);
   bool IsDown(uint32_t id) const;
+  // A DSS that let a read be hedged away: for a shorter while, reads avoid
+  // it when they have a choice, but repairs may still use it.
+  void MarkSlow(uint32_t id);
+  bool IsSlow(uint32_t id) const;
+
+  // Requests this client has in flight at DSS `id`: what power-of-two
+  // choices compares.
+  void AddInflight(uint32_t id, int delta) {
+    if (id < channels_.size()) inflight_[id].fetch_add(delta, std::memory_order_relaxed);
+  }
+  int Inflight(uint32_t id) const {
+    return id < channels_.size() ? inflight_[id].load(std::memory_order_relaxed) : 0;
+  }
 
  private:
   std::vector<std::unique_ptr<net::RpcChannel>> channels_;
   std::unique_ptr<std::atomic<int64_t>[]> down_until_ns_;  // steady clock
+  std::unique_ptr<std::atomic<int64_t>[]> slow_until_ns_;
+  std::unique_ptr<std::atomic<int>[]> inflight_;
 };
 
 }  // namespace rustfs::client

@@ -1,6 +1,12 @@
 #include "client/ec_reader.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -19,17 +25,62 @@ pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard)
   return k;
 }
 
-EcReader::EcReader(DssPool& dss, MdsClient& mds, uint64_t gap_threshold)
+EcReader::EcReader(DssPool& dss, MdsClient& mds, const Options& options)
     : dss_(dss),
       mds_(mds),
-      gap_threshold_(gap_threshold),
+      opt_(options),
       batch_rpcs_(GetCounter("client.batch_reads")),
       segments_(GetCounter("client.batch_segments")),
       coalesced_(GetCounter("client.pieces_coalesced")),
       reconstructions_(GetCounter("client.reconstructions")),
       degraded_bytes_(GetCounter("client.degraded_read_bytes")),
       corrupt_reported_(GetCounter("client.corrupt_shards_reported")),
-      shard_bytes_(GetCounter("client.shard_bytes_received")) {}
+      shard_bytes_(GetCounter("client.shard_bytes_received")),
+      hedged_(GetCounter("client.hedged_reads")) {}
+
+namespace {
+constexpr size_t kLatencySamples = 512;  // the "recent" of recent p95
+constexpr size_t kRecomputeEvery = 64;
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+int64_t EcReader::HedgeDelayUs() {
+  int64_t p95 = p95_us_.load(std::memory_order_relaxed);
+  // Until there are enough samples, only a clearly stalled server is hedged.
+  if (p95 == 0) return 10 * int64_t(opt_.hedge_min_us);
+  return std::max<int64_t>(p95, opt_.hedge_min_us);
+}
+
+void EcReader::RecordLatency(int64_t us) {
+  std::lock_guard lk(lat_mu_);
+  if (lat_us_.size() < kLatencySamples) lat_us_.push_back(us);
+  else lat_us_[lat_next_ % kLatencySamples] = us;
+  if (++lat_next_ % kRecomputeEvery || lat_us_.size() < kRecomputeEvery) return;
+  std::vector<int64_t> v = lat_us_;
+  auto at = v.begin() + ptrdiff_t(v.size() * 95 / 100);
+  std::nth_element(v.begin(), at, v.end());
+  p95_us_.store(*at, std::memory_order_relaxed);
+}
+
+uint32_t EcReader::PickReplica(const pb::ChunkEntry& c, uint32_t replicas) {
+  thread_local uint64_t seed = uint64_t(NowUs()) * 0x9E3779B97F4A7C15ull + uint64_t(pthread_self());
+  auto next = [&] {
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    return seed;
+  };
+  std::vector<uint32_t> up;
+  for (uint32_t s = 0; s < replicas; s++)
+    if (!dss_.IsDown(c.dss(s)) && !dss_.IsSlow(c.dss(s))) up.push_back(s);
+  if (up.empty()) return uint32_t(next() % replicas);  // all suspect: try one anyway
+  if (up.size() == 1) return up[0];
+  size_t i = next() % up.size(), j = next() % (up.size() - 1);
+  if (j >= i) j++;  // two distinct candidates
+  return dss_.Inflight(c.dss(up[i])) <= dss_.Inflight(c.dss(up[j])) ? up[i] : up[j];
+}
 
 Result<std::shared_ptr<ec::RsCodec>> EcReader::Codec(uint32_t k, uint32_t m) {
   std::lock_guard lk(mu_);
@@ -56,6 +107,15 @@ net::PendingCall StartShardRead(DssPool& dss, uint64_t ino, const pb::ChunkEntry
   req.set_offset(offset);
   req.set_length(length);
   return ch->Start(pb::M_READ_SHARD, req);
+}
+
+// Shards to try for a repair: those on DSS not recently slow first (a
+// stalled server is used only when nothing else is left), in index order.
+std::vector<uint32_t> RepairOrder(DssPool& dss, const pb::ChunkEntry& c, uint32_t n) {
+  std::vector<uint32_t> order(n);
+  for (uint32_t s = 0; s < n; s++) order[s] = s;
+  std::stable_partition(order.begin(), order.end(), [&](uint32_t s) { return !dss.IsSlow(c.dss(s)); });
+  return order;
 }
 
 Result<net::RpcReply> WaitShard(DssPool& dss, net::PendingCall& pc, uint32_t dss_id) {
@@ -88,8 +148,10 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       return Corruption("chunk " + std::to_string(e.chunk->index()) + " has " +
                         std::to_string(e.chunk->dss_size()) + " shards, layout wants " +
                         std::to_string(g.k + g.m));
-    for (auto& r : layout::MergeShardPieces(layout::MapChunkRange(g, e.chunk_offset, e.length)))
+    for (auto& r : layout::MergeShardPieces(layout::MapChunkRange(g, e.chunk_offset, e.length))) {
+      if (g.replicated) r.shard = PickReplica(*e.chunk, g.k + g.m);  // r.shard was 0
       jobs.push_back({&e, std::move(r)});
+    }
   }
   // One BatchRead per DSS carrying every range wanted from it, ranges of
   // one shard coalesced (LLD-002 §5.2, §5.3); all DSS are asked before any
@@ -107,6 +169,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     uint32_t dss;
     std::vector<Segment> segments;
     net::PendingCall call;
+    bool sent = false;
   };
   std::vector<Batch> batches;
   for (auto& [dss_id, idx] : by_dss) {
@@ -119,13 +182,15 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
           {j.read.shard_offset, j.read.length, i});
     }
     for (auto& [key, reads] : by_shard)
-      for (auto& c : layout::CoalesceReads(std::move(reads), gap_threshold_)) {
+      for (auto& c : layout::CoalesceReads(std::move(reads), opt_.gap_threshold)) {
         Segment seg{c.members[0].id, c.offset, c.length, {}};
         for (auto& m : c.members) seg.jobs.push_back(m.id);
         b.segments.push_back(std::move(seg));
       }
     net::RpcChannel* ch = dss_.Get(dss_id);
-    if (ch && !dss_.IsDown(dss_id)) {
+    // A DSS down or recently too slow is not asked: its pieces go straight
+    // to the repair path (another replica, a degraded read).
+    if (ch && !dss_.IsDown(dss_id) && !dss_.IsSlow(dss_id)) {
       pb::BatchReadReq req;
       for (auto& seg : b.segments) {
         const Job& j = jobs[seg.first_job];
@@ -135,20 +200,35 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         r->set_length(seg.length);
       }
       b.call = ch->Start(pb::M_BATCH_READ, req);
+      b.sent = true;
+      dss_.AddInflight(dss_id, 1);
       batch_rpcs_.Inc();
       segments_.Add(b.segments.size());
       coalesced_.Add(idx.size() - b.segments.size());
     }
     batches.push_back(std::move(b));
   }
+  const int64_t started_us = NowUs();
+  const int64_t hedge_at_us = started_us + HedgeDelayUs();
   for (Batch& b : batches) {
     auto fail_all = [&](const Status& st) {
       for (auto& seg : b.segments)
         for (size_t i : seg.jobs) failed.push_back(i), failures.push_back(st);
     };
+    if (b.sent) dss_.AddInflight(b.dss, -1);
+    if (b.sent && opt_.hedge && !b.call.Ready(int((hedge_at_us - NowUs() + 999) / 1000))) {
+      // Abandoned (dropping the call closes its connection): its pieces are
+      // served another way below, and the DSS is avoided for a while.
+      hedged_.Inc();
+      dss_.MarkSlow(b.dss);
+      b.call = {};
+      fail_all(Unavailable("DSS " + std::to_string(b.dss) + " slower than the hedge delay"));
+      continue;
+    }
     auto r = b.call.Wait();
+    if (b.sent && r) RecordLatency(NowUs() - started_us);
     if (!r) {
-      if (r.error().code() == Code::kUnavailable) dss_.MarkDown(b.dss);
+      if (b.sent && r.error().code() == Code::kUnavailable) dss_.MarkDown(b.dss);
       fail_all(r.error());
       continue;
     }
@@ -181,9 +261,76 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     if (why.code() == Code::kInvalidArgument) return why;  // our bug, not a failure to repair
     std::vector<bool> bad(g.k + g.m, false);
     bad[j.read.shard] = true;
-    RUSTFS_RETURN_IF_ERROR(Degraded(ino, g, j, bad));
+    RUSTFS_RETURN_IF_ERROR(g.replicated ? FromReplica(ino, g, j, bad) : Degraded(ino, g, j, bad));
   }
   return Status::Ok();
+}
+
+uint32_t EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, uint32_t need, uint64_t off,
+                             uint64_t len, std::vector<bool>& bad,
+                             const std::function<void(uint32_t, std::string&&)>& on_shard) {
+  const std::vector<uint32_t> order = RepairOrder(dss_, c, uint32_t(c.dss_size()));
+  struct Pending {
+    uint32_t shard;
+    net::PendingCall call;
+  };
+  std::deque<Pending> laggards;  // hedged past, still running
+  uint32_t got = 0;
+  auto take = [&](Pending& p) {
+    auto r = WaitShard(dss_, p.call, c.dss(p.shard));
+    if (!r || r->payload.size() != len) {
+      bad[p.shard] = true;
+      if (!r && r.error().code() == Code::kCorruption) ReportBad(ino, c, p.shard, r.error());
+      return;
+    }
+    shard_bytes_.Add(len);
+    on_shard(p.shard, std::move(r->payload));
+    got++;
+  };
+  for (size_t next = 0; got < need;) {
+    std::vector<Pending> round;
+    for (; next < order.size() && got + round.size() < need; next++)
+      if (!bad[order[next]]) round.push_back({order[next], StartShardRead(dss_, ino, c, order[next], off, len)});
+    if (round.empty()) {
+      if (laggards.empty()) break;  // nothing left to try
+      take(laggards.front());       // nothing left to start: wait for a slow one
+      laggards.pop_front();
+      continue;
+    }
+    const int64_t deadline = NowUs() + HedgeDelayUs();
+    for (Pending& p : round) {
+      if (opt_.hedge && !p.call.Ready(int((deadline - NowUs() + 999) / 1000))) {
+        hedged_.Inc();
+        dss_.MarkSlow(c.dss(p.shard));
+        laggards.push_back(std::move(p));
+        continue;
+      }
+      take(p);
+    }
+    for (auto it = laggards.begin(); it != laggards.end() && got < need;) {
+      if (!it->call.Ready(0)) {
+        ++it;
+        continue;
+      }
+      take(*it);
+      it = laggards.erase(it);
+    }
+  }
+  return got;  // laggards still running are dropped (their connections closed)
+}
+
+// Serves a replicated job from whichever other replica answers first.
+Status EcReader::FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job,
+                             std::vector<bool>& bad) {
+  const pb::ChunkEntry& c = *job.extent->chunk;
+  const uint64_t off = job.read.shard_offset;
+  uint32_t got = ReadFirst(ino, c, 1, off, job.read.length, bad, [&](uint32_t, std::string&& bytes) {
+    for (auto& p : job.read.pieces)
+      std::memcpy(job.extent->dst + p.buf_offset, bytes.data() + (p.shard_offset - off), p.length);
+  });
+  if (got == 1) return Status::Ok();
+  return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
+                 ": no replica readable");
 }
 
 Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
@@ -202,32 +349,15 @@ Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& 
   const uint32_t n = g.k + g.m;
   std::vector<std::string> bufs(n);
   std::vector<bool> have(n, false);
-  uint32_t got = 0;
-  // Try shards in order (data first, then parity) until K rows are in hand;
-  // each round reads from just enough untried shards.
-  for (uint32_t next = 0; got < g.k;) {
-    std::vector<uint32_t> batch;
-    for (; next < n && got + batch.size() < g.k; next++)
-      if (!bad[next]) batch.push_back(next);
-    if (batch.empty())
-      return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
-                     ": fewer than " + std::to_string(g.k) + " shards readable");
-    std::vector<net::PendingCall> calls;
-    for (uint32_t s : batch) calls.push_back(StartShardRead(dss_, ino, c, s, off, len));
-    for (size_t i = 0; i < batch.size(); i++) {
-      uint32_t s = batch[i];
-      auto r = WaitShard(dss_, calls[i], c.dss(s));
-      if (!r || r->payload.size() != len) {
-        bad[s] = true;
-        if (!r && r.error().code() == Code::kCorruption) ReportBad(ino, c, s, r.error());
-        continue;
-      }
-      shard_bytes_.Add(len);
-      bufs[s] = std::move(r->payload);
-      have[s] = true;
-      got++;
-    }
-  }
+  // The first K shards to answer (data first, then parity; recently slow
+  // DSS last; one that does not answer within the hedge delay is replaced).
+  uint32_t got = ReadFirst(ino, c, g.k, off, len, bad, [&](uint32_t s, std::string&& bytes) {
+    bufs[s] = std::move(bytes);
+    have[s] = true;
+  });
+  if (got < g.k)
+    return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
+                   ": fewer than " + std::to_string(g.k) + " shards readable");
   std::vector<const uint8_t*> srcs(n, nullptr);
   for (uint32_t s = 0; s < n; s++)
     if (have[s]) srcs[s] = reinterpret_cast<const uint8_t*>(bufs[s].data());

@@ -1,4 +1,4 @@
-// Reads byte ranges of erasure-coded chunks (LLD-002 §2.1).
+// Reads byte ranges of erasure-coded or replicated chunks (LLD-002 §2.1).
 //
 // Fast path: one BatchRead per DSS for all the ranges wanted from it; only
 // the data shards that hold the wanted bytes are read, only
@@ -7,8 +7,21 @@
 // the same stripe rows are read from K healthy shards and just those rows
 // are decoded. A corrupt shard is reported to the MDS. Wrong bytes are never
 // returned: if fewer than K shards of a row can be read, the read fails.
+//
+// Replicated chunks (EcGeometry::replicated): each piece goes to one replica
+// picked by power-of-two choices over this client's requests in flight per
+// DSS; a failed replica is replaced by the next one.
+//
+// Hedging (client.hedge_reads): a BatchRead that has not answered within the
+// recent p95 of BatchRead latencies (at least client.hedge_min_us) is
+// abandoned and its pieces served another way (another replica, or a
+// degraded read for EC), and that DSS is avoided for a short while, so one
+// stalled server does not set the p99. Counter "client.hedged_reads".
 #pragma once
 
+#include <atomic>
+#include <functional>
+#include <string>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,7 +48,12 @@ class EcReader {
  public:
   // Ranges of one shard closer than `gap_threshold` bytes are read as one
   // (random_io.coalesce_gap_threshold).
-  EcReader(DssPool& dss, MdsClient& mds, uint64_t gap_threshold);
+  struct Options {
+    uint64_t gap_threshold = 16 * 1024;  // bytes
+    bool hedge = true;
+    uint32_t hedge_min_us = 2000;
+  };
+  EcReader(DssPool& dss, MdsClient& mds, const Options& options);
 
   Status Read(uint64_t ino, const layout::EcGeometry& g, std::span<const ReadExtent> extents);
 
@@ -49,10 +67,27 @@ class EcReader {
   Status Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
                   std::vector<bool>& bad);
   void ReportBad(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard, const Status& why);
+  // Reads [off, off+len) of shards of c (RepairOrder, skipping bad ones)
+  // until `need` answered in full, calling on_shard(shard, bytes) for each;
+  // a shard slower than the hedge delay keeps running while the next is
+  // started, and is waited for only when nothing else is left. Shards that
+  // fail get bad[s] = true. Returns how many answered.
+  uint32_t ReadFirst(uint64_t ino, const pb::ChunkEntry& c, uint32_t need, uint64_t off, uint64_t len,
+                     std::vector<bool>& bad, const std::function<void(uint32_t, std::string&&)>& on_shard);
+  Status FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job, std::vector<bool>& bad);
+  uint32_t PickReplica(const pb::ChunkEntry& c, uint32_t replicas);
+  // Microseconds to wait for a BatchRead before hedging, and the record of
+  // one that answered.
+  int64_t HedgeDelayUs();
+  void RecordLatency(int64_t us);
 
   DssPool& dss_;
   MdsClient& mds_;
-  const uint64_t gap_threshold_;
+  const Options opt_;
+  std::mutex lat_mu_;
+  std::vector<int64_t> lat_us_;  // ring of recent BatchRead latencies
+  size_t lat_next_ = 0;
+  std::atomic<int64_t> p95_us_{0};  // 0 until enough samples
   Counter& batch_rpcs_;
   Counter& segments_;
   Counter& coalesced_;
@@ -62,6 +97,7 @@ class EcReader {
   Counter& degraded_bytes_;
   Counter& corrupt_reported_;
   Counter& shard_bytes_;
+  Counter& hedged_;
 };
 
 pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard);

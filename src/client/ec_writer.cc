@@ -32,6 +32,10 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
   if (!alloc) return alloc.error();
   const uint64_t base = alloc->base_version();
   const pb::ChunkEntry& fresh = alloc->chunk();
+  if (uint32_t(fresh.dss_size()) != g.k + g.m)  // the file's layout changed under the buffer
+    return Unavailable("chunk " + std::to_string(index) + " was placed on " +
+                       std::to_string(fresh.dss_size()) + " servers, the buffered layout has " +
+                       std::to_string(g.k + g.m) + " shards");
 
   // The base we read old rows from must be the version the MDS will check.
   pb::ChunkEntry base_entry;
@@ -78,18 +82,23 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
   // [r*R + j*S, r*R + (j+1)*S), i.e. contiguous inside the row buffer.
   const uint32_t n = g.k + g.m;
   std::vector<std::string> shards(n, std::string(nrows * S, '\0'));
-  auto codec = reader_.Codec(g.k, g.m);
-  if (!codec) return codec.error();
-  std::vector<const uint8_t*> data(g.k);
-  std::vector<uint8_t*> parity(g.m);
-  for (uint64_t r = 0; r < nrows; r++) {
-    for (uint32_t j = 0; j < g.k; j++) {
-      std::memcpy(shards[j].data() + r * S, rows.data() + r * R + j * S, S);
-      data[j] = reinterpret_cast<const uint8_t*>(shards[j].data() + r * S);
+  if (g.replicated) {
+    // k = 1: the row buffer is the data shard, and every shard is a copy.
+    for (uint32_t s = 0; s < n; s++) shards[s] = rows;
+  } else {
+    auto codec = reader_.Codec(g.k, g.m);
+    if (!codec) return codec.error();
+    std::vector<const uint8_t*> data(g.k);
+    std::vector<uint8_t*> parity(g.m);
+    for (uint64_t r = 0; r < nrows; r++) {
+      for (uint32_t j = 0; j < g.k; j++) {
+        std::memcpy(shards[j].data() + r * S, rows.data() + r * R + j * S, S);
+        data[j] = reinterpret_cast<const uint8_t*>(shards[j].data() + r * S);
+      }
+      for (uint32_t p = 0; p < g.m; p++)
+        parity[p] = reinterpret_cast<uint8_t*>(shards[g.k + p].data() + r * S);
+      (*codec)->Encode(data, parity, S);
     }
-    for (uint32_t p = 0; p < g.m; p++)
-      parity[p] = reinterpret_cast<uint8_t*>(shards[g.k + p].data() + r * S);
-    (*codec)->Encode(data, parity, S);
   }
 
   std::vector<net::PendingCall> calls;

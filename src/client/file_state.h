@@ -7,7 +7,9 @@
 #include <map>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 
+#include "common/status.h"
 #include "layout/layout.h"
 #include "rustfs.pb.h"
 
@@ -53,5 +55,10 @@ struct FileState {
 };
 
 layout::EcGeometry GeometryOf(const pb::Layout& l);
+
+// "ec:K+M" or "replica:R", and back: ParseLayoutSpec fills kind, k, m and
+// replicas of `l`, leaving its sizes; InvalidArgument naming the text.
+std::string LayoutSpec(const pb::Layout& l);
+Status ParseLayoutSpec(std::string_view spec, pb::Layout& l);
 
 }  // namespace rustfs::client

@@ -80,8 +80,13 @@ std::vector<Section> Schema(Config& c) {
        {{"queue_depth", &c.random_io.queue_depth},
         {"io_poll", &c.random_io.io_poll},
         {"coalesce_gap_threshold", &c.random_io.coalesce_gap_threshold},
-        {"numa_pinning", &c.random_io.numa_pinning}}},
-      {"client", {{"rpc_timeout_ms", &c.client.rpc_timeout_ms}}},
+        {"numa_pinning", &c.random_io.numa_pinning},
+        {"reserved_cores", &c.random_io.reserved_cores},
+        {"poller_cpus", &c.random_io.poller_cpus}}},
+      {"client",
+       {{"rpc_timeout_ms", &c.client.rpc_timeout_ms},
+        {"hedge_reads", &c.client.hedge_reads},
+        {"hedge_min_us", &c.client.hedge_min_us}}},
   };
 }
 
@@ -460,6 +465,10 @@ Status ValidateRandomIo(const Config::RandomIo& io) {
   if (numa != "auto" && numa != "manual" && numa != "off") {
     return Invalid(StrKv("random_io.numa_pinning", numa),
                    "must be \"auto\", \"manual\" or \"off\"");
+  }
+  if (numa == "manual" && io.poller_cpus.empty()) {
+    return Invalid(StrKv("random_io.poller_cpus", io.poller_cpus),
+                   "numa_pinning = \"manual\" needs a CPU list (DSS i pins to its i-th CPU)");
   }
   return Status::Ok();
 }

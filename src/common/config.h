@@ -89,12 +89,22 @@ struct Config {
     uint32_t queue_depth = 1024;  // io_uring entries; 1..32768
     bool io_poll = true;
     uint64_t coalesce_gap_threshold = 16 * kKiB;  // bytes; may be 0
+    // Where each DSS pins its io_uring completion poller (LLD-002 §5.4):
+    // auto = a core of the data disk's NUMA node (from sysfs), manual = the
+    // i-th CPU of poller_cpus for DSS i, off = not pinned.
     std::string numa_pinning = "auto";            // "auto" | "manual" | "off"
+    std::string reserved_cores;                   // cpulist ("0,2-3") pollers never use
+    std::string poller_cpus;                      // cpulist, for numa_pinning = "manual"
     bool operator==(const RandomIo&) const = default;
   } random_io;
 
   struct Client {
     uint32_t rpc_timeout_ms = 5000;  // per RPC; a DSS slower than this is treated as down
+    // A shard read not answered within the recent p95 latency (but at least
+    // hedge_min_us) is also served another way: another replica, or for EC
+    // a degraded read from other shards; the slow one is abandoned.
+    bool hedge_reads = true;
+    uint32_t hedge_min_us = 2000;
     bool operator==(const Client&) const = default;
   } client;
 

@@ -13,6 +13,11 @@ std::map<std::string, std::unique_ptr<Counter>>& Registry() {
 }
 }  // namespace
 
+unsigned Counter::NextStripe() {
+  static std::atomic<unsigned> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) % kStripes;
+}
+
 Counter& GetCounter(const std::string& name) {
   std::lock_guard lk(g_mu);
   auto& slot = Registry()[name];

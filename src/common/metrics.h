@@ -13,14 +13,33 @@
 
 namespace rustfs {
 
+// Striped: each thread adds to one of kStripes cache lines (chosen once per
+// thread), so threads counting the same event on different cores do not
+// bounce one line between them. On the cached-read path several counters
+// move per read; one shared line each would cost more than the read.
 class Counter {
  public:
-  void Add(uint64_t n) { v_.fetch_add(n, std::memory_order_relaxed); }
+  static constexpr unsigned kStripes = 8;
+  void Add(uint64_t n) { stripes_[StripeOfThisThread()].v.fetch_add(n, std::memory_order_relaxed); }
   void Inc() { Add(1); }
-  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
+  // The sum over stripes: exact once writers are quiet, else a value the
+  // counter held at some instant during the call or a little after.
+  uint64_t Get() const {
+    uint64_t sum = 0;
+    for (const auto& s : stripes_) sum += s.v.load(std::memory_order_relaxed);
+    return sum;
+  }
 
  private:
-  std::atomic<uint64_t> v_{0};
+  static unsigned StripeOfThisThread() {
+    thread_local const unsigned stripe = NextStripe();
+    return stripe;
+  }
+  static unsigned NextStripe();  // round robin over threads
+  struct alignas(64) Stripe {
+    std::atomic<uint64_t> v{0};
+  };
+  Stripe stripes_[kStripes];
 };
 
 // Returns the counter named `name`, creating it at zero. The reference stays

@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "common/log.h"
+#include "dss/numa_pinning.h"
 
 namespace rustfs::dss {
 
@@ -25,7 +27,35 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
     return Err(InvalidArgument("--id " + std::to_string(id) + " but [[dss]] lists " +
                                std::to_string(cfg.dss.size()) + " servers"));
   std::unique_ptr<DssService> s(new DssService(cfg, id));
-  auto store = ShardStore::Open(cfg.dss[id].data_dir);
+  // NUMA (LLD-002 §5.4): the poller on a core of the disk's node, and this
+  // process's memory preferably from that node.
+  PinningOptions po;
+  po.mode = cfg.random_io.numa_pinning;
+  po.data_dir = cfg.dss[id].data_dir;
+  po.reserved_cpus = cfg.random_io.reserved_cores;
+  po.disk_index = id;
+  if (po.mode == "manual") {
+    auto cpus = ParseCpuList(cfg.random_io.poller_cpus);
+    if (!cpus) return Err(InvalidArgument("random_io.poller_cpus: " + cpus.error().message()));
+    if (cpus->empty()) return Err(InvalidArgument("random_io.poller_cpus is empty"));
+    po.manual_cpu = (*cpus)[id % cpus->size()];
+  }
+  auto place = PlacePoller(po);
+  if (!place) return Err(place.error());
+  LOG_INFO("dss {}: io_uring poller on CPU {} (NUMA node {}): {}", id, place->cpu, place->node,
+           place->reason);
+  GetCounter("dss.poller_pinned").Add(place->cpu >= 0 ? 1 : 0);
+  PreferNodeForNewMemory(place->node);
+  std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
+  std::filesystem::create_directories(cfg.dss[id].data_dir, ec);
+  RandomReadEngine::Options eo;
+  eo.poller_cpu = place->cpu;
+  eo.queue_depth = cfg.random_io.queue_depth;
+  eo.io_poll = cfg.random_io.io_poll;
+  eo.probe_dir = cfg.dss[id].data_dir;
+  auto engine = RandomReadEngine::Create(eo);
+  if (!engine) return Err(engine.error());
+  auto store = ShardStore::Open(cfg.dss[id].data_dir, std::move(*engine));
   if (!store) return Err(store.error());
   s->store_ = std::move(*store);
   if (cfg.dss_hot_tier.enabled) {
@@ -76,22 +106,21 @@ void DssService::RegisterHandlers() {
     if (total > net::kMaxPayloadBytes) return InvalidArgument("batch read too large");
     batches.Inc();
     pb::BatchReadReply rep;
+    std::vector<Segment> segs = BatchRead(*req);
     reply.payload.reserve(total);
-    std::string seg;
-    // One failing segment (a missing or corrupt shard) fails only itself:
-    // the client repairs just that piece.
-    for (auto& r : req->reads()) {
+    for (const Segment& seg : segs) {
       auto* res = rep.add_results();
-      Status st = ReadShard(FromPb(r.key()), r.offset(), r.length(), seg);
-      if (!st.ok()) {
-        res->set_code(int(st.code()));
-        res->set_error(st.message());
+      // One failing segment (a missing or corrupt shard) fails only itself:
+      // the client repairs just that piece.
+      if (!seg.status.ok()) {
+        res->set_code(int(seg.status.code()));
+        res->set_error(seg.status.message());
         continue;
       }
-      res->set_length(seg.size());
-      reply.payload += seg;
+      res->set_length(seg.bytes.size());
+      reply.payload += seg.bytes;
       reads.Inc();
-      served.Add(seg.size());
+      served.Add(seg.bytes.size());
     }
     rep.SerializeToString(&reply.body);
     return Status::Ok();
@@ -119,6 +148,50 @@ Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length
                              std::memcpy(buf, pages.data(), len);
                              return Status::Ok();
                            });
+}
+
+// The segments' pieces that the hot tier lacks all go to the store as one
+// batch (one io_uring submission for the random ones), then into the tier.
+std::vector<DssService::Segment> DssService::BatchRead(const pb::BatchReadReq& req) {
+  std::vector<Segment> segs(req.reads_size());
+  std::vector<ShardRead> pieces;
+  std::vector<size_t> piece_seg;  // segment index of each piece
+  for (int i = 0; i < req.reads_size(); i++) {
+    const auto& r = req.reads(i);
+    const ShardId id = FromPb(r.key());
+    Segment& seg = segs[i];
+    seg.bytes.assign(r.length(), '\0');
+    std::vector<cache::FragmentCache::Range> missing;
+    if (hot_)
+      missing = hot_->Read(HotKey(id), r.offset(), r.length(), seg.bytes.data());
+    else
+      missing.push_back({r.offset(), r.length()});
+    for (const auto& m : missing) {
+      pieces.push_back({id, m.offset, m.length, nullptr, {}});
+      piece_seg.push_back(i);
+    }
+  }
+  // Hot-tier misses are whole pages (they are cached as such), so they get
+  // their own buffers and are copied into the segment after.
+  std::vector<std::string> bufs(pieces.size());
+  for (size_t j = 0; j < pieces.size(); j++) {
+    bufs[j].assign(pieces[j].length, '\0');
+    pieces[j].dst = bufs[j].data();
+  }
+  store_->ReadBatch(pieces);
+  for (size_t j = 0; j < pieces.size(); j++) {
+    const ShardRead& p = pieces[j];
+    const auto& r = req.reads(int(piece_seg[j]));
+    Segment& seg = segs[piece_seg[j]];
+    if (!p.status.ok()) {
+      seg.status = p.status;
+      continue;
+    }
+    if (hot_) hot_->Insert(HotKey(p.id), p.offset, bufs[j], cache::FragmentCache::Tier::kFrequency);
+    uint64_t s = std::max(p.offset, r.offset()), e = std::min(p.offset + p.length, r.offset() + r.length());
+    std::memcpy(seg.bytes.data() + (s - r.offset()), bufs[j].data() + (s - p.offset), e - s);
+  }
+  return segs;
 }
 
 void DssService::HeartbeatLoop() {

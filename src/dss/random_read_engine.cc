@@ -1,5 +1,7 @@
 #include "dss/random_read_engine.h"
 
+#include "dss/numa_pinning.h"
+
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/stat.h>
@@ -212,7 +214,11 @@ Result<std::unique_ptr<RandomReadEngine>> RandomReadEngine::Create(Options optio
   }
   std::unique_ptr<RandomReadEngine> engine(new RandomReadEngine(options, std::move(ring), polled));
   try {
-    engine->poller_ = std::thread([e = engine.get()] { e->PollerLoop(); });
+    engine->poller_ = std::thread([e = engine.get(), cpu = options.poller_cpu] {
+      if (Status s = PinCurrentThread(cpu); !s.ok())
+        LOG_WARN("io_uring poller not pinned to CPU {}: {}", cpu, s.ToString());
+      e->PollerLoop();
+    });
   } catch (const std::system_error& e) {
     return Err(Internal(std::string("start io_uring poller: ") + e.what()));
   }

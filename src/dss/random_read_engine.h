@@ -86,6 +86,10 @@ class RandomReadEngine {
     // A directory on the disk this engine reads, for the IOPOLL probe (a temp
     // file is created there and removed). Empty: no probe, no IOPOLL.
     std::string probe_dir;
+    // Pin the completion poller to this CPU (LLD-002 §5.4, chosen by
+    // PlacePoller in numa_pinning.h); -1 = not pinned. A failed pin is
+    // logged and the engine runs unpinned.
+    int poller_cpu = -1;
   };
 
   // Sets up the ring and starts the poller. InvalidArgument for a bad

@@ -88,17 +88,20 @@ size_t ShardStore::IdHash::operator()(const ShardId& s) const {
 
 ShardStore::OpenShard::~OpenShard() {
   if (fd >= 0) ::close(fd);
+  if (direct_fd >= 0) ::close(direct_fd);
 }
 
-ShardStore::ShardStore(std::string dir)
+ShardStore::ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine)
     : dir_(std::move(dir)),
+      engine_(std::move(engine)),
       disk_read_(GetCounter("dss.disk_bytes_read")),
       disk_written_(GetCounter("dss.disk_bytes_written")),
       crc_failures_(GetCounter("dss.checksum_failures")) {}
 
 ShardStore::~ShardStore() = default;
 
-Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir) {
+Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir,
+                                                     std::unique_ptr<RandomReadEngine> engine) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir + "/shards", ec);
   if (ec) return Err(IoError("create " + data_dir + "/shards: " + ec.message()));
@@ -108,7 +111,7 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir
     std::filesystem::create_directories(data_dir + "/shards" + sub, ec);
     if (ec) return Err(IoError("create shard folder: " + ec.message()));
   }
-  return std::unique_ptr<ShardStore>(new ShardStore(data_dir));
+  return std::unique_ptr<ShardStore>(new ShardStore(data_dir, std::move(engine)));
 }
 
 std::string ShardStore::PathOf(const ShardId& id) const {
@@ -134,6 +137,11 @@ Result<std::shared_ptr<ShardStore::OpenShard>> ShardStore::Load(const std::strin
   s->crcs.resize(blocks);
   RUSTFS_RETURN_ERR(PreadAll(fd, s->crcs.data(), blocks * 4, kHeaderFixed, path));
   disk_read_.Add(kHeaderFixed + blocks * 4);
+  if (engine_) {
+    auto d = RandomReadEngine::OpenForRead(path, /*direct=*/true);
+    if (!d) return Err(d.error());
+    s->direct_fd = d->fd;
+  }
   return s;
 }
 
@@ -244,32 +252,95 @@ Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offs
 }
 
 Status ShardStore::Read(const ShardId& id, uint64_t offset, uint64_t length, std::string& out) {
-  auto s = Get(id);
-  if (!s) return s.error();
-  const OpenShard& sh = **s;
-  if (offset + length > sh.capacity || offset + length < offset)
-    return InvalidArgument("shard read " + std::to_string(offset) + "+" + std::to_string(length) +
-                           " past capacity " + std::to_string(sh.capacity));
   out.assign(length, '\0');
-  uint64_t end = std::min(offset + length, sh.data_len);
-  if (offset >= end) return Status::Ok();  // wholly past the data: zeros
-  // Widen to checksum blocks so every byte returned is verified.
-  uint64_t a_start = offset / kBlock * kBlock;
-  uint64_t a_end = std::min((end + kBlock - 1) / kBlock * kBlock, sh.data_len);
-  std::string buf(a_end - a_start, '\0');
-  RUSTFS_RETURN_IF_ERROR(PreadAll(sh.fd, buf.data(), buf.size(), sh.data_start + a_start,
-                                  PathOf(id)));
-  disk_read_.Add(buf.size());
-  for (uint64_t b = a_start; b < a_end; b += kBlock) {
-    uint32_t crc = ec::Crc32c(buf.data() + (b - a_start), kBlock);
-    if (crc != sh.crcs[b / kBlock]) {
-      crc_failures_.Inc();
-      return Corruption("checksum mismatch in shard " + id.ToString() + " block " +
-                        std::to_string(b / kBlock));
+  ShardRead r{id, offset, length, out.data(), {}};
+  ReadPieces({&r, 1}, /*use_engine=*/false);
+  return r.status;
+}
+
+void ShardStore::ReadBatch(std::span<ShardRead> reads) { ReadPieces(reads, engine_ != nullptr); }
+
+void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
+  // Each piece is widened to whole checksum blocks, so every byte returned
+  // is verified, and read into one block-aligned arena (O_DIRECT reads land
+  // there with no bounce copy).
+  struct Piece {
+    std::shared_ptr<OpenShard> shard;
+    uint64_t a_start = 0, a_end = 0;  // block-aligned, within data_len
+    uint64_t end = 0;                 // min(offset + length, data_len)
+    size_t at = 0;                    // arena offset
+  };
+  std::vector<Piece> pieces(reads.size());
+  size_t arena_bytes = 0;
+  for (size_t i = 0; i < reads.size(); i++) {
+    ShardRead& r = reads[i];
+    std::memset(r.dst, 0, r.length);  // bytes past the data read as zeros
+    auto s = Get(r.id);
+    if (!s) {
+      r.status = s.error();
+      continue;
+    }
+    const OpenShard& sh = **s;
+    if (r.offset + r.length > sh.capacity || r.offset + r.length < r.offset) {
+      r.status = InvalidArgument("shard read " + std::to_string(r.offset) + "+" +
+                                 std::to_string(r.length) + " past capacity " +
+                                 std::to_string(sh.capacity));
+      continue;
+    }
+    r.status = Status::Ok();
+    Piece& p = pieces[i];
+    p.end = std::min(r.offset + r.length, sh.data_len);
+    if (r.offset >= p.end) continue;  // wholly past the data: zeros
+    p.a_start = r.offset / kBlock * kBlock;
+    p.a_end = std::min((p.end + kBlock - 1) / kBlock * kBlock, sh.data_len);
+    p.at = arena_bytes;
+    arena_bytes += (p.a_end - p.a_start + kBlock - 1) / kBlock * kBlock;
+    p.shard = std::move(*s);
+  }
+  if (arena_bytes == 0) return;
+  std::unique_ptr<char, decltype(&std::free)> arena(
+      static_cast<char*>(std::aligned_alloc(kBlock, arena_bytes)), &std::free);
+  if (!arena) {
+    for (auto& r : reads) r.status = Status::FromErrno(ENOMEM, "shard read batch");
+    return;
+  }
+  std::vector<ReadOp> ops;
+  std::vector<size_t> op_piece;
+  for (size_t i = 0; i < reads.size(); i++) {
+    Piece& p = pieces[i];
+    if (!p.shard) continue;
+    const uint64_t n = p.a_end - p.a_start;
+    char* dst = arena.get() + p.at;
+    if (use_engine && n <= kRandomReadMax) {
+      ops.push_back({p.shard->direct_fd >= 0 ? p.shard->direct_fd : p.shard->fd,
+                     p.shard->data_start + p.a_start, n, dst, 0});
+      op_piece.push_back(i);
+    } else {
+      reads[i].status = PreadAll(p.shard->fd, dst, n, p.shard->data_start + p.a_start, PathOf(reads[i].id));
     }
   }
-  std::memcpy(out.data(), buf.data() + (offset - a_start), end - offset);
-  return Status::Ok();
+  if (!ops.empty()) {
+    std::vector<Status> per_op;
+    Status batch = engine_->ReadBatch(ops, &per_op);
+    for (size_t j = 0; j < ops.size(); j++)
+      reads[op_piece[j]].status = batch.ok() ? per_op[j] : batch;
+  }
+  for (size_t i = 0; i < reads.size(); i++) {
+    ShardRead& r = reads[i];
+    Piece& p = pieces[i];
+    if (!p.shard || !r.status.ok()) continue;
+    const char* buf = arena.get() + p.at;
+    disk_read_.Add(p.a_end - p.a_start);
+    for (uint64_t b = p.a_start; b < p.a_end; b += kBlock) {
+      if (ec::Crc32c(buf + (b - p.a_start), kBlock) != p.shard->crcs[b / kBlock]) {
+        crc_failures_.Inc();
+        r.status = Corruption("checksum mismatch in shard " + r.id.ToString() + " block " +
+                              std::to_string(b / kBlock));
+        break;
+      }
+    }
+    if (r.status.ok()) std::memcpy(r.dst, buf + (r.offset - p.a_start), p.end - r.offset);
+  }
 }
 
 Status ShardStore::Delete(const ShardId& id) {

@@ -20,6 +20,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +28,7 @@
 
 #include "common/metrics.h"
 #include "common/status.h"
+#include "dss/random_read_engine.h"
 
 namespace rustfs::dss {
 
@@ -39,12 +41,29 @@ struct ShardId {
   std::string ToString() const;
 };
 
+// One piece of a batched read: [offset, offset+length) of shard `id` into
+// dst (caller-owned, length bytes). Out: status.
+struct ShardRead {
+  ShardId id;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  char* dst = nullptr;
+  Status status;
+};
+
 class ShardStore {
  public:
   static constexpr uint64_t kBlock = 4096;  // checksum and alignment block, bytes
+  // Pieces up to this size are random reads (io_uring, O_DIRECT); longer
+  // ones are sequential (read-ahead windows) and keep buffered pread, which
+  // lets the kernel's own read-ahead work (LLD-002 §5.1).
+  static constexpr uint64_t kRandomReadMax = 256 * 1024;
 
-  // Opens (creating) the store under `data_dir`.
-  static Result<std::unique_ptr<ShardStore>> Open(const std::string& data_dir);
+  // Opens (creating) the store under `data_dir`. With an engine (owned by
+  // the store from then on), batched random reads go through it on O_DIRECT
+  // fds; without, everything is buffered pread.
+  static Result<std::unique_ptr<ShardStore>> Open(const std::string& data_dir,
+                                                  std::unique_ptr<RandomReadEngine> engine = nullptr);
   ~ShardStore();
 
   // Writes `data` at shard offset `offset` of version id.version, starting
@@ -53,8 +72,13 @@ class ShardStore {
   Status Write(const ShardId& id, uint64_t base_version, uint64_t offset, std::string_view data,
                uint64_t capacity);
 
-  // Reads [offset, offset+length) of a shard into `out` (resized to length).
+  // Reads [offset, offset+length) of a shard into `out` (resized to length),
+  // buffered (the sequential path).
   Status Read(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
+  // Reads every piece, each with its own status, the random ones (up to
+  // kRandomReadMax) in one submission to the engine. Pieces of one batch
+  // may name different shards.
+  void ReadBatch(std::span<ShardRead> reads);
 
   Status Delete(const ShardId& id);
 
@@ -67,6 +91,7 @@ class ShardStore {
  private:
   struct OpenShard {
     int fd = -1;
+    int direct_fd = -1;  // O_DIRECT (when the filesystem allows) for the engine; -1 without one
     uint64_t capacity = 0;
     uint64_t data_len = 0;
     uint64_t data_start = 0;
@@ -77,12 +102,15 @@ class ShardStore {
     size_t operator()(const ShardId& s) const;
   };
 
-  explicit ShardStore(std::string dir);
+  ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine);
   Result<std::shared_ptr<OpenShard>> Get(const ShardId& id);
   void Forget(const ShardId& id);
   Result<std::shared_ptr<OpenShard>> Load(const std::string& path);
 
+  void ReadPieces(std::span<ShardRead> reads, bool use_engine);
+
   std::string dir_;
+  std::unique_ptr<RandomReadEngine> engine_;  // null: buffered reads only
   std::mutex mu_;
   // Open shards, most recently used at the front; bounded so a store with
   // millions of shards does not run out of file descriptors.

@@ -160,10 +160,15 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
-void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   std::unique_ptr<char[]> buf(new char[size]);
   auto n = C(req).Read(FileOf(fi), off, size, buf.get());
-  if (!n) return ReplyErr(req, n.error());
+  if (!n) {
+    // The application sees only an errno: say what went wrong here.
+    LOG_WARN("read of inode {} at {}+{} failed: {}", uint64_t(ino), int64_t(off), size,
+             n.error().ToString());
+    return ReplyErr(req, n.error());
+  }
   fuse_reply_buf(req, buf.get(), *n);
 }
 
@@ -283,6 +288,10 @@ void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     json = CountersToJson(C(req).Stats());
   } else if (std::strcmp(name, kModeXattr) == 0) {
     json = C(req).ModeOf(ino);
+  } else if (std::strcmp(name, kLayoutXattr) == 0) {
+    auto a = C(req).GetAttr(ino);
+    if (!a) { ReplyErr(req, a.error()); return; }
+    json = client::LayoutSpec(a->layout());
   } else {
     fuse_reply_err(req, ENODATA);
     return;
@@ -290,6 +299,14 @@ void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (size == 0) { fuse_reply_xattr(req, json.size()); return; }
   if (size < json.size()) { fuse_reply_err(req, ERANGE); return; }
   fuse_reply_buf(req, json.data(), json.size());
+}
+
+// user.rustfs.layout = "ec:K+M" | "replica:R" on a directory (files created
+// in it from then on) or an empty file.
+void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+              int) {
+  if (std::strcmp(name, kLayoutXattr) != 0) { fuse_reply_err(req, ENOTSUP); return; }
+  fuse_reply_err(req, C(req).SetLayout(ino, std::string(value, size)).ToErrno());
 }
 
 fuse_lowlevel_ops MakeOps() {
@@ -315,6 +332,7 @@ fuse_lowlevel_ops MakeOps() {
   o.releasedir = ReleaseDir;
   o.statfs = StatFs;
   o.getxattr = GetXattr;
+  o.setxattr = SetXattr;
   o.ioctl = Ioctl;
   return o;
 }

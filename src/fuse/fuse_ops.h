@@ -20,5 +20,8 @@ void InstallInvalidation(client::Client& c, fuse_session* se);
 inline constexpr const char* kStatsXattr = "user.rustfs.stats";
 // The access mode of an open file's most recent read ("random", ...).
 inline constexpr const char* kModeXattr = "user.rustfs.mode";
+// Read: the inode's layout ("ec:4+2", "replica:3"); write: set it (see
+// Client::SetLayout).
+inline constexpr const char* kLayoutXattr = "user.rustfs.layout";
 
 }  // namespace rustfs::fuse

@@ -23,6 +23,9 @@ struct EcGeometry {
   uint32_t m = 2;                 // parity shards
   uint64_t stripe_unit = 65536;   // S, bytes
   uint64_t chunk_size = 4 << 20;  // bytes; a multiple of k * stripe_unit
+  // R-way replication, as k = 1 data shard and m = R - 1 full copies of it
+  // (not parity): the layout math is the same, any shard serves a read.
+  bool replicated = false;
 
   uint64_t row_bytes() const { return stripe_unit * k; }       // data bytes per row
   uint64_t rows_per_chunk() const { return chunk_size / row_bytes(); }

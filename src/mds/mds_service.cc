@@ -25,6 +25,24 @@ namespace {
 uint32_t LayoutWidth(const pb::Layout& l) { return l.kind() == 1 ? l.replicas() : l.k() + l.m(); }
 uint32_t DataShards(const pb::Layout& l) { return l.kind() == 1 ? 1 : l.k(); }
 
+// A layout a client asks for (SET_LAYOUT) must be one this cluster can place.
+Status CheckLayout(const pb::Layout& l, size_t num_dss) {
+  const std::string what = "layout " + std::string(l.kind() == 1 ? "replica:" + std::to_string(l.replicas())
+                                                                  : "ec:" + std::to_string(l.k()) + "+" + std::to_string(l.m()));
+  if (l.kind() > 1) return InvalidArgument("layout kind " + std::to_string(l.kind()) + " is unknown");
+  if (l.kind() == 1 && l.replicas() < 1) return InvalidArgument(what + ": needs at least 1 replica");
+  if (l.kind() == 0 && l.k() < 1) return InvalidArgument(what + ": needs k >= 1");
+  if (LayoutWidth(l) > num_dss)
+    return InvalidArgument(what + " needs " + std::to_string(LayoutWidth(l)) + " data servers, the cluster has " +
+                           std::to_string(num_dss));
+  const uint64_t row = l.stripe_unit() * DataShards(l);
+  if (l.stripe_unit() == 0 || l.stripe_unit() % Config::kChecksumBlock || l.chunk_size() == 0 ||
+      l.chunk_size() % row)
+    return InvalidArgument(what + ": chunk size " + std::to_string(l.chunk_size()) +
+                           " must be a multiple of the row (" + std::to_string(row) + " bytes)");
+  return Status::Ok();
+}
+
 // Adapts a typed handler `Result<Rep>(const Req&)` to the server's signature.
 template <class Req, class Fn>
 net::RpcServer::Handler Typed(Fn fn) {
@@ -106,8 +124,9 @@ void MdsService::RegisterHandlers() {
     lt->Grant(r.client_id(), r.ino());
     return WrapAttr(st->GetAttr(r.ino()));
   }));
-  server_.Handle(pb::M_SETATTR, Typed<pb::SetAttrReq>([st, lt](const pb::SetAttrReq& r) -> Result<pb::AttrReply> {
+  server_.Handle(pb::M_SETATTR, Typed<pb::SetAttrReq>([this, st, lt](const pb::SetAttrReq& r) -> Result<pb::AttrReply> {
     RUSTFS_RETURN_ERR(lt->CheckGrace());
+    if (r.valid() & pb::SET_LAYOUT) RUSTFS_RETURN_ERR(CheckLayout(r.layout(), cfg_.dss.size()));
     auto a = st->SetAttr(r);
     if (a) lt->Revoke(r.ino(), "", r.client_id());
     return WrapAttr(std::move(a));

@@ -160,6 +160,12 @@ void MdsStore::QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::Writ
   wb.Put(kNextGarbage, next);
 }
 
+bool MdsStore::HasChunks(uint64_t ino) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
+  it->Seek(ChunkPrefix(ino));
+  return it->Valid() && it->key().starts_with(ChunkPrefix(ino));
+}
+
 Status MdsStore::DropChunksFrom(uint64_t ino, uint64_t first_index, rocksdb::WriteBatch& wb) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   std::string prefix = ChunkPrefix(ino);
@@ -200,6 +206,13 @@ Result<pb::Attr> MdsStore::SetAttr(const pb::SetAttrReq& req) {
   if (v & pb::SET_GID) a->set_gid(req.gid());
   if (v & pb::SET_ATIME) a->set_atime_ns(req.atime_ns());
   if (v & pb::SET_MTIME) a->set_mtime_ns(req.mtime_ns());
+  if (v & pb::SET_LAYOUT) {
+    // Data already placed keeps its layout, so only a directory (for files
+    // created in it later) or a file with no data yet can change.
+    if (!IsDir(*a) && (a->size() != 0 || HasChunks(req.ino())))
+      return Err({Code::kInvalidArgument, "layout of a file that has data cannot change"});
+    *a->mutable_layout() = req.layout();
+  }
   if (v & pb::SET_SIZE) {
     if (IsDir(*a)) return Err({Code::kIsDirectory, "truncate of a directory"});
     uint64_t cs = a->layout().chunk_size();

@@ -77,6 +77,7 @@ class MdsStore {
   // Queues every chunk of `ino` at or beyond `first_index` as garbage and
   // deletes its chunk entries, in `wb`.
   Status DropChunksFrom(uint64_t ino, uint64_t first_index, rocksdb::WriteBatch& wb);
+  bool HasChunks(uint64_t ino);
   void QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb);
   Status Commit(rocksdb::WriteBatch& wb);
 

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -179,6 +180,15 @@ PendingCall& PendingCall::operator=(PendingCall&& o) noexcept {
 
 PendingCall::~PendingCall() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool PendingCall::Ready(int timeout_ms) {
+  if (!send_status_.ok() || fd_ < 0) return true;
+  pollfd p{fd_, POLLIN, 0};
+  int r;
+  do r = ::poll(&p, 1, std::max(0, timeout_ms));
+  while (r < 0 && errno == EINTR);
+  return r != 0;
 }
 
 Result<RpcReply> PendingCall::Wait() {

@@ -35,6 +35,9 @@ class PendingCall {
 
   // Reads the reply. A reply whose code is not OK becomes that Status.
   Result<RpcReply> Wait();
+  // Whether Wait() would return without blocking for the server (a reply,
+  // or an error, is there), waiting up to timeout_ms for that.
+  bool Ready(int timeout_ms);
 
  private:
   friend class RpcChannel;

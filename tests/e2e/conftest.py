@@ -14,7 +14,8 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, "build", "bin")
+# RUSTFS_BUILD_DIR: test another build tree (default build/).
+BIN = os.path.join(os.environ.get("RUSTFS_BUILD_DIR", os.path.join(ROOT, "build")), "bin")
 RUSTFS = os.path.join(BIN, "rustfs")
 
 
@@ -46,7 +47,10 @@ def drop_caches():
 
 
 class Cluster:
-    def __init__(self, root, dss=6, k=4, m=2, before_start=None, lease_ms=None):
+    def __init__(self, root, dss=6, k=4, m=2, before_start=None, lease_ms=None, config_edits=()):
+        """config_edits: (old line, new line) replacements in the generated
+        rustfs.toml (which lists every key with its value), applied before
+        anything starts."""
         self.dir = os.path.join(root, "cluster")
         self.mnt = os.path.join(root, "mnt")
         self.ndss = dss
@@ -55,13 +59,23 @@ class Cluster:
         if lease_ms:
             self.args += ["--lease-ms", str(lease_ms)]
         os.makedirs(self.dir, exist_ok=True)
+        if config_edits:
+            self.up(["--config-only"])
+            toml = os.path.join(self.dir, "rustfs.toml")
+            with open(toml) as f:
+                text = f.read()
+            for old, new in config_edits:
+                assert old in text, f"{old!r} not in {toml}"
+                text = text.replace(old, new)
+            with open(toml, "w") as f:
+                f.write(text)
         if before_start:
             before_start(self)
         self.up()
 
-    def up(self):
+    def up(self, extra=()):
         """Starts whatever is not running (also restarts killed daemons)."""
-        r = subprocess.run([RUSTFS, "cluster", "up", "--dir", self.dir, "--mount", self.mnt] + self.args,
+        r = subprocess.run([RUSTFS, "cluster", "up", "--dir", self.dir, "--mount", self.mnt] + self.args + list(extra),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
 

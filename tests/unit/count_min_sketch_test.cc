@@ -49,13 +49,13 @@ void CheckNeverBelowTrueCount(CountMinSketch& sketch, int keys, uint32_t seed) {
 TEST(CountMinSketchTest, SizingFollowsExpectedItems) {
   const CountMinSketch::Options o = CountMinSketch::OptionsForItems(1000);
   EXPECT_EQ(o.width, 4096u);  // 4 * CeilPow2(1000)
-  EXPECT_EQ(o.sample_size, 10000u);
-  EXPECT_EQ(o.doorkeeper_bits, 65536u);  // CeilPow2(4 * 10000)
+  EXPECT_EQ(o.sample_size, 32000u);
+  EXPECT_EQ(o.doorkeeper_bits, 131072u);  // CeilPow2(4 * 32000)
   CountMinSketch sketch(1000);
   EXPECT_EQ(sketch.width(), 4096u);
-  EXPECT_EQ(sketch.sample_size(), 10000u);
-  // 4 rows x 4096 4-bit counters + 64 Ki doorkeeper bits.
-  EXPECT_EQ(sketch.memory_bytes(), 4u * 4096 / 2 + 65536 / 8);
+  EXPECT_EQ(sketch.sample_size(), 32000u);
+  // 4 rows x 4096 4-bit counters + 128 Ki doorkeeper bits.
+  EXPECT_EQ(sketch.memory_bytes(), 4u * 4096 / 2 + 131072 / 8);
   // Degenerate sizes are rounded up, not rejected.
   CountMinSketch tiny(CountMinSketch::Options{.width = 3, .sample_size = 0, .doorkeeper_bits = 5});
   EXPECT_EQ(tiny.width(), 16u);
