@@ -351,6 +351,9 @@ TEST(ConfigValidate, AccessPlanAndRandomIo) {
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.random_io.numa_pinning = "on";
   ExpectInvalid(c, {"random_io.numa_pinning = \"on\""});
+  c.random_io.numa_pinning = "manual";  // manual names the poller CPUs
+  ExpectInvalid(c, {"random_io.poller_cpus = \"\"", "manual"});
+  c.random_io.poller_cpus = "1";
   for (const char* ok : {"auto", "manual", "off"}) {
     c.random_io.numa_pinning = ok;
     EXPECT_TRUE(ValidateConfig(c).ok()) << ok;
@@ -384,8 +387,8 @@ Config EveryFieldChanged() {
   c.fragment_cache = {false, 128 * kKiB, 3 * kGiB + 4096, "lru"};
   c.dss_hot_tier = {false, 1000, "lru"};
   c.access_plan = {false, 7, false};
-  c.random_io = {77, false, 0, "manual"};
-  c.client = {999};
+  c.random_io = {77, false, 0, "manual", "0", "1,3"};
+  c.client = {999, false, 1234};
   return c;
 }
 
@@ -510,6 +513,8 @@ queue_depth = 4096
 io_poll = false
 coalesce_gap_threshold = "32 KiB"
 numa_pinning = "manual"
+reserved_cores = "0"
+poller_cpus = "1"
 
 [client]
 rpc_timeout_ms = 2500
@@ -548,6 +553,8 @@ TEST_F(ConfigFileTest, FullExampleFile) {
   EXPECT_FALSE(c.random_io.io_poll);
   EXPECT_EQ(c.random_io.coalesce_gap_threshold, 32 * kKiB);
   EXPECT_EQ(c.random_io.numa_pinning, "manual");
+  EXPECT_EQ(c.random_io.reserved_cores, "0");
+  EXPECT_EQ(c.random_io.poller_cpus, "1");
   EXPECT_EQ(c.client.rpc_timeout_ms, 2500u);
 
   // The written form of a real config round-trips too.
