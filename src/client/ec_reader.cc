@@ -48,11 +48,14 @@ int64_t NowUs() {
 }
 }  // namespace
 
-int64_t EcReader::HedgeDelayUs() {
-  int64_t p95 = p95_us_.load(std::memory_order_relaxed);
+// A replica hedge costs one extra read, so replicated reads hedge at the
+// p95; an EC hedge is a degraded read of K shards, so EC hedges at the p99
+// to keep healthy-cluster amplification near 1.
+int64_t EcReader::HedgeDelayUs(bool replicated) {
+  int64_t p = (replicated ? p95_us_ : p99_us_).load(std::memory_order_relaxed);
   // Until there are enough samples, only a clearly stalled server is hedged.
-  if (p95 == 0) return 10 * int64_t(opt_.hedge_min_us);
-  return std::max<int64_t>(p95, opt_.hedge_min_us);
+  if (p == 0) return 10 * int64_t(opt_.hedge_min_us);
+  return std::max<int64_t>(p, opt_.hedge_min_us);
 }
 
 void EcReader::RecordLatency(int64_t us) {
@@ -61,9 +64,11 @@ void EcReader::RecordLatency(int64_t us) {
   else lat_us_[lat_next_ % kLatencySamples] = us;
   if (++lat_next_ % kRecomputeEvery || lat_us_.size() < kRecomputeEvery) return;
   std::vector<int64_t> v = lat_us_;
-  auto at = v.begin() + ptrdiff_t(v.size() * 95 / 100);
-  std::nth_element(v.begin(), at, v.end());
-  p95_us_.store(*at, std::memory_order_relaxed);
+  for (auto [pct, out] : {std::pair{95, &p95_us_}, std::pair{99, &p99_us_}}) {
+    auto at = v.begin() + ptrdiff_t(v.size() * pct / 100);
+    std::nth_element(v.begin(), at, v.end());
+    out->store(*at, std::memory_order_relaxed);
+  }
 }
 
 uint32_t EcReader::PickReplica(const pb::ChunkEntry& c, uint32_t replicas) {
@@ -209,7 +214,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     batches.push_back(std::move(b));
   }
   const int64_t started_us = NowUs();
-  const int64_t hedge_at_us = started_us + HedgeDelayUs();
+  const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
   for (Batch& b : batches) {
     auto fail_all = [&](const Status& st) {
       for (auto& seg : b.segments)
@@ -220,7 +225,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       // Abandoned (dropping the call closes its connection): its pieces are
       // served another way below, and the DSS is avoided for a while.
       hedged_.Inc();
-      dss_.MarkSlow(b.dss);
+      if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
       b.call = {};
       fail_all(Unavailable("DSS " + std::to_string(b.dss) + " slower than the hedge delay"));
       continue;
@@ -266,7 +271,8 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
   return Status::Ok();
 }
 
-uint32_t EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, uint32_t need, uint64_t off,
+uint32_t EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
+                             uint64_t off,
                              uint64_t len, std::vector<bool>& bad,
                              const std::function<void(uint32_t, std::string&&)>& on_shard) {
   const std::vector<uint32_t> order = RepairOrder(dss_, c, uint32_t(c.dss_size()));
@@ -297,11 +303,11 @@ uint32_t EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, uint32_t nee
       laggards.pop_front();
       continue;
     }
-    const int64_t deadline = NowUs() + HedgeDelayUs();
+    const int64_t deadline = NowUs() + HedgeDelayUs(replicated);
     for (Pending& p : round) {
       if (opt_.hedge && !p.call.Ready(int((deadline - NowUs() + 999) / 1000))) {
         hedged_.Inc();
-        dss_.MarkSlow(c.dss(p.shard));
+        if (replicated) dss_.MarkSlow(c.dss(p.shard));
         laggards.push_back(std::move(p));
         continue;
       }
@@ -324,7 +330,7 @@ Status EcReader::FromReplica(uint64_t ino, const layout::EcGeometry& g, const Jo
                              std::vector<bool>& bad) {
   const pb::ChunkEntry& c = *job.extent->chunk;
   const uint64_t off = job.read.shard_offset;
-  uint32_t got = ReadFirst(ino, c, 1, off, job.read.length, bad, [&](uint32_t, std::string&& bytes) {
+  uint32_t got = ReadFirst(ino, c, true, 1, off, job.read.length, bad, [&](uint32_t, std::string&& bytes) {
     for (auto& p : job.read.pieces)
       std::memcpy(job.extent->dst + p.buf_offset, bytes.data() + (p.shard_offset - off), p.length);
   });
@@ -337,12 +343,14 @@ Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& 
                           std::vector<bool>& bad) {
   reconstructions_.Inc();
   const pb::ChunkEntry& c = *job.extent->chunk;
-  const uint64_t S = g.stripe_unit;
-  // The rows the lost range spans: row r of every shard is [r*S, (r+1)*S).
-  uint64_t row0 = job.read.shard_offset / S;
-  uint64_t row1 = (job.read.shard_offset + job.read.length - 1) / S;
-  uint64_t off = row0 * S;
-  uint64_t len = (row1 - row0 + 1) * S;
+  // Reed-Solomon codes each byte position across the shards on its own, so
+  // the lost range is rebuilt from the same range of K other shards (in
+  // whole 4 KiB checksum blocks, which the DSS verifies anyway), not from
+  // whole stripe rows: a degraded 4 KiB read costs K x 4 KiB.
+  constexpr uint64_t kBlock = Config::kChecksumBlock;
+  uint64_t off = job.read.shard_offset / kBlock * kBlock;
+  uint64_t len = std::min((job.read.shard_offset + job.read.length + kBlock - 1) / kBlock * kBlock,
+                          g.shard_capacity()) - off;
   auto codec = Codec(g.k, g.m);
   if (!codec) return codec.error();
 
@@ -351,7 +359,7 @@ Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& 
   std::vector<bool> have(n, false);
   // The first K shards to answer (data first, then parity; recently slow
   // DSS last; one that does not answer within the hedge delay is replaced).
-  uint32_t got = ReadFirst(ino, c, g.k, off, len, bad, [&](uint32_t s, std::string&& bytes) {
+  uint32_t got = ReadFirst(ino, c, false, g.k, off, len, bad, [&](uint32_t s, std::string&& bytes) {
     bufs[s] = std::move(bytes);
     have[s] = true;
   });

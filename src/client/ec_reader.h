@@ -4,8 +4,8 @@
 // the data shards that hold the wanted bytes are read, only
 // those byte ranges, all in parallel; no parity, no decode. When a needed
 // shard's DSS is down, its shard is missing, or a block fails its checksum,
-// the same stripe rows are read from K healthy shards and just those rows
-// are decoded. A corrupt shard is reported to the MDS. Wrong bytes are never
+// the same byte range (in 4 KiB blocks) is read from K healthy shards and
+// just that range is decoded. A corrupt shard is reported to the MDS. Wrong bytes are never
 // returned: if fewer than K shards of a row can be read, the read fails.
 //
 // Replicated chunks (EcGeometry::replicated): each piece goes to one replica
@@ -13,9 +13,10 @@
 // DSS; a failed replica is replaced by the next one.
 //
 // Hedging (client.hedge_reads): a BatchRead that has not answered within the
-// recent p95 of BatchRead latencies (at least client.hedge_min_us) is
-// abandoned and its pieces served another way (another replica, or a
-// degraded read for EC), and that DSS is avoided for a short while, so one
+// recent p95 of BatchRead latencies (p99 for EC, whose alternative costs K
+// reads; at least client.hedge_min_us) is abandoned and its pieces served
+// another way (another replica, which also sends that DSS out of the
+// replica choice for a short while, or a degraded read for EC), so one
 // stalled server does not set the p99. Counter "client.hedged_reads".
 #pragma once
 
@@ -72,13 +73,14 @@ class EcReader {
   // a shard slower than the hedge delay keeps running while the next is
   // started, and is waited for only when nothing else is left. Shards that
   // fail get bad[s] = true. Returns how many answered.
-  uint32_t ReadFirst(uint64_t ino, const pb::ChunkEntry& c, uint32_t need, uint64_t off, uint64_t len,
+  uint32_t ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
+                     uint64_t off, uint64_t len,
                      std::vector<bool>& bad, const std::function<void(uint32_t, std::string&&)>& on_shard);
   Status FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job, std::vector<bool>& bad);
   uint32_t PickReplica(const pb::ChunkEntry& c, uint32_t replicas);
   // Microseconds to wait for a BatchRead before hedging, and the record of
   // one that answered.
-  int64_t HedgeDelayUs();
+  int64_t HedgeDelayUs(bool replicated);
   void RecordLatency(int64_t us);
 
   DssPool& dss_;
@@ -88,6 +90,7 @@ class EcReader {
   std::vector<int64_t> lat_us_;  // ring of recent BatchRead latencies
   size_t lat_next_ = 0;
   std::atomic<int64_t> p95_us_{0};  // 0 until enough samples
+  std::atomic<int64_t> p99_us_{0};
   Counter& batch_rpcs_;
   Counter& segments_;
   Counter& coalesced_;

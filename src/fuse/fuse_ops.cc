@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "fuse/read_batcher.h"
 #include "rustfs/ioctl.h"
 
 namespace rustfs::fuse {
@@ -160,7 +161,10 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
+ReadBatcher* g_batcher = nullptr;
+
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  if (g_batcher) return g_batcher->Submit(req, &FileOf(fi), uint64_t(off), size);
   std::unique_ptr<char[]> buf(new char[size]);
   auto n = C(req).Read(FileOf(fi), off, size, buf.get());
   if (!n) {
@@ -308,6 +312,12 @@ void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* valu
   if (std::strcmp(name, kLayoutXattr) != 0) { fuse_reply_err(req, ENOTSUP); return; }
   fuse_reply_err(req, C(req).SetLayout(ino, std::string(value, size)).ToErrno());
 }
+
+}  // namespace
+
+void UseReadBatcher(ReadBatcher* b) { g_batcher = b; }
+
+namespace {
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops o{};

@@ -12,6 +12,11 @@ namespace rustfs::fuse {
 // client::Client* that outlives the session.
 const fuse_lowlevel_ops& Operations();
 
+class ReadBatcher;
+// Reads go to `b` (asynchronous replies) when set; null: each read is
+// served by the FUSE worker that received it. Set before the session loop.
+void UseReadBatcher(ReadBatcher* b);
+
 // Forwards the client's lease revocations to the kernel's caches.
 void InstallInvalidation(client::Client& c, fuse_session* se);
 

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "fuse/fuse_ops.h"
+#include "fuse/read_batcher.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"rustfs FUSE mount"};
@@ -12,6 +13,11 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "config file (default /etc/rustfs/random-read.toml)");
   app.add_option("--mount", mountpoint, "where to mount")->required();
   app.add_option("--threads", threads, "FUSE worker threads (requests served at once)");
+  bool sync_reads = false;
+  unsigned dispatchers = 4;
+  app.add_flag("--sync-reads", sync_reads,
+               "serve each read in the FUSE worker that received it (no batching; for comparison)");
+  app.add_option("--read-dispatchers", dispatchers, "threads serving batched reads");
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("fuse");
 
@@ -44,12 +50,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG_INFO("mounted on {}", mountpoint);
+  std::unique_ptr<rustfs::fuse::ReadBatcher> batcher;
+  if (!sync_reads) {
+    batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, dispatchers);
+    rustfs::fuse::UseReadBatcher(batcher.get());
+  }
   fuse_loop_config* lc = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(lc, 1);  // one /dev/fuse fd per thread: no shared-queue contention
   fuse_loop_cfg_set_max_threads(lc, threads);
   fuse_loop_cfg_set_idle_threads(lc, threads);
   int rc = fuse_session_loop_mt(se, lc);
   fuse_loop_cfg_destroy(lc);
+  rustfs::fuse::UseReadBatcher(nullptr);
+  batcher.reset();  // answers what is queued before the session goes
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

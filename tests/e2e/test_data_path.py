@@ -135,4 +135,5 @@ def test_4k_random_reads_have_low_amplification_and_no_mds_rpcs(shared_cluster):
     assert ops >= 0.8 * disk / 4096, f"{ops} io_uring ops for {disk} disk bytes"
     # Reads resolve locations from the chunk map fetched at open.
     assert d("mds", "mds.chunk_map_rpcs") <= 4  # fio's own open()s, not per read
-    assert d("client", "client.reconstructions") == 0
+    # Healthy cluster: no degraded read except where a slow reply was hedged.
+    assert d("client", "client.reconstructions") <= d("client", "client.hedged_reads")

@@ -1,0 +1,82 @@
+#include "fuse/read_batcher.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "common/log.h"
+#include "common/metrics.h"
+
+namespace rustfs::fuse {
+
+ReadBatcher::ReadBatcher(client::Client& client, unsigned dispatchers, size_t max_batch)
+    : client_(client), max_batch_(std::max<size_t>(1, max_batch)) {
+  for (unsigned i = 0; i < std::max(1u, dispatchers); i++) threads_.emplace_back([this] { Loop(); });
+}
+
+ReadBatcher::~ReadBatcher() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size) {
+  {
+    std::lock_guard lk(mu_);
+    queue_.push_back({req, file, offset, size});
+  }
+  cv_.notify_one();
+}
+
+void ReadBatcher::Loop() {
+  static Counter& batches = GetCounter("fuse.read_batches");
+  static Counter& reads = GetCounter("fuse.batched_reads");
+  std::vector<Item> batch;
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to answer
+      size_t n = std::min(max_batch_, queue_.size());
+      batch.assign(queue_.begin(), queue_.begin() + ptrdiff_t(n));
+      queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n));
+      // More waiting: let another dispatcher start on it meanwhile.
+      if (!queue_.empty()) cv_.notify_one();
+    }
+    batches.Inc();
+    reads.Add(batch.size());
+    Serve(batch);
+  }
+}
+
+void ReadBatcher::Serve(std::vector<Item>& batch) {
+  // Each file's reads go together (ReadMany takes one open file).
+  std::stable_sort(batch.begin(), batch.end(),
+                   [](const Item& a, const Item& b) { return a.file < b.file; });
+  std::vector<std::unique_ptr<char[]>> bufs;
+  std::vector<client::Client::ReadReq> reqs;
+  for (size_t i = 0; i < batch.size();) {
+    size_t j = i;
+    bufs.clear();
+    reqs.clear();
+    for (; j < batch.size() && batch[j].file == batch[i].file; j++) {
+      bufs.emplace_back(new char[batch[j].size]);
+      reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {}});
+    }
+    (void)client_.ReadMany(*batch[i].file, reqs);  // each request carries its own status
+    for (size_t k = 0; k < reqs.size(); k++) {
+      const Item& it = batch[i + k];
+      if (!reqs[k].status.ok()) {
+        LOG_WARN("read at {}+{} failed: {}", it.offset, it.size, reqs[k].status.ToString());
+        fuse_reply_err(it.req, reqs[k].status.ToErrno());
+      } else {
+        fuse_reply_buf(it.req, reqs[k].buf, reqs[k].bytes);
+      }
+    }
+    i = j;
+  }
+}
+
+}  // namespace rustfs::fuse
