@@ -10,7 +10,7 @@ PKGS=(
   libprotobuf-dev protobuf-compiler librocksdb-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  fio python3 python3-pytest python3-numpy
+  fio python3 python3-pytest python3-numpy attr  # attr: setfattr/getfattr for the layout xattr
   dpkg-dev  # dpkg-source, which apt-get source unpacks with
 )
 SUDO=""

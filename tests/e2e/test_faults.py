@@ -16,7 +16,8 @@ MiB = 1 << 20
 def fio_verify(path, size, rw, extra=()):
     cmd = ["fio", "--name=v", f"--filename={path}", f"--size={size}", f"--rw={rw}", "--bs=4k",
            "--verify=crc32c", "--verify_fatal=1", "--ioengine=psync", "--randrepeat=1"] + list(extra)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    # cwd: fio leaves its verify state file in the working directory.
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=os.path.dirname(path))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "verify" not in r.stderr.lower() or "bad" not in r.stderr.lower(), r.stderr
 
