@@ -19,14 +19,16 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
   o.metrics_prefix = metrics + ".fragment_cache";
   // More shards, fewer collisions between reader threads, but each shard
   // must still hold plenty of grains: up to 64 shards of >= 64 grains.
-  o.num_shards = uint32_t(std::bit_floor(std::clamp<uint64_t>(
-      o.capacity_bytes / (64 * (cfg.grain_size + Cache::kEntryOverheadBytes)), 1, 64)));
+  auto shards_for = [&](uint64_t bytes) {
+    return uint32_t(std::bit_floor(
+        std::clamp<uint64_t>(bytes / (64 * (cfg.grain_size + Cache::kEntryOverheadBytes)), 1, 64)));
+  };
+  o.num_shards = shards_for(o.capacity_bytes);
   auto freq = Cache::Create(o);
   if (!freq) return Err(freq.error());
   o.capacity_bytes = stream_bytes;
   o.policy = "lru";
-  o.num_shards = uint32_t(std::bit_floor(std::clamp<uint64_t>(
-      stream_bytes / (64 * (cfg.grain_size + Cache::kEntryOverheadBytes)), 1, 64)));
+  o.num_shards = shards_for(stream_bytes);
   o.metrics_prefix = metrics + ".stream_cache";
   auto stream = Cache::Create(o);
   if (!stream) return Err(stream.error());

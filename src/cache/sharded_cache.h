@@ -91,20 +91,9 @@ class ShardedCache {
   // The value cached for `key`, or nullptr. Records the access (hit or miss)
   // in the policy, so call it once per logical read.
   std::shared_ptr<const std::string> Lookup(const Key& key) {
-    const uint64_t h = HashOf(key);
-    Shard& s = ShardFor(h);
-    std::lock_guard lock(s.mu);
-    s.policy->RecordAccess(h);
-    auto it = s.map.find(h);
-    if (it != s.map.end() && equal_(it->second.key, key)) {
-      s.policy->Touch(h);
-      s.hits.fetch_add(1, std::memory_order_relaxed);
-      if (hits_counter_ != nullptr) hits_counter_->Inc();
-      return it->second.value;
-    }
-    s.misses.fetch_add(1, std::memory_order_relaxed);
-    if (misses_counter_ != nullptr) misses_counter_->Inc();
-    return nullptr;
+    std::shared_ptr<const std::string> found;
+    LookupEntry(key, [&](const Entry& e) { found = e.value; });
+    return found;
   }
 
   // Like Lookup, but calls visit(const std::string& value) under the shard
@@ -114,21 +103,7 @@ class ShardedCache {
   // Returns whether `key` was cached.
   template <class Visit>
   bool LookupVisit(const Key& key, Visit&& visit) {
-    const uint64_t h = HashOf(key);
-    Shard& s = ShardFor(h);
-    std::lock_guard lock(s.mu);
-    s.policy->RecordAccess(h);
-    auto it = s.map.find(h);
-    if (it != s.map.end() && equal_(it->second.key, key)) {
-      s.policy->Touch(h);
-      s.hits.fetch_add(1, std::memory_order_relaxed);
-      if (hits_counter_ != nullptr) hits_counter_->Inc();
-      visit(*it->second.value);
-      return true;
-    }
-    s.misses.fetch_add(1, std::memory_order_relaxed);
-    if (misses_counter_ != nullptr) misses_counter_->Inc();
-    return false;
+    return LookupEntry(key, [&](const Entry& e) { visit(*e.value); });
   }
 
   // Offers `value` for `key` (replacing any cached value of `key`). Returns
@@ -255,6 +230,27 @@ class ShardedCache {
       hits_counter_ = &GetCounter(options.metrics_prefix + ".hits");
       misses_counter_ = &GetCounter(options.metrics_prefix + ".misses");
     }
+  }
+
+  // Lookup's common part: records the access and calls on_hit(entry) under
+  // the shard lock when `key` is cached.
+  template <class OnHit>
+  bool LookupEntry(const Key& key, OnHit&& on_hit) {
+    const uint64_t h = HashOf(key);
+    Shard& s = ShardFor(h);
+    std::lock_guard lock(s.mu);
+    s.policy->RecordAccess(h);
+    auto it = s.map.find(h);
+    if (it != s.map.end() && equal_(it->second.key, key)) {
+      s.policy->Touch(h);
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      if (hits_counter_ != nullptr) hits_counter_->Inc();
+      on_hit(it->second);
+      return true;
+    }
+    s.misses.fetch_add(1, std::memory_order_relaxed);
+    if (misses_counter_ != nullptr) misses_counter_->Inc();
+    return false;
   }
 
   uint64_t HashOf(const Key& key) const { return Mix64(static_cast<uint64_t>(hash_(key))); }
