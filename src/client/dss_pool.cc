@@ -26,7 +26,7 @@ DssPool::DssPool(const std::vector<std::string>& addresses, int timeout_ms)
   }
 }
 
-net::RpcChannel* DssPool::Get(uint32_t id) {
+net::Transport* DssPool::Get(uint32_t id) {
   return id < channels_.size() ? channels_[id].get() : nullptr;
 }
 

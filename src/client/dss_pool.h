@@ -1,4 +1,5 @@
-// Connections to every DSS, by id, and what the client knows of their health.
+// Connections to every DSS, by id (behind net::Transport, so an RDMA
+// transport could replace TCP), and what the client knows of their health.
 #pragma once
 
 #include <atomic>
@@ -19,7 +20,7 @@ class DssPool {
 
   size_t size() const { return channels_.size(); }
   // nullptr for an id the client has never heard of.
-  net::RpcChannel* Get(uint32_t id);
+  net::Transport* Get(uint32_t id);
 
   // A DSS that just failed a call is skipped (its reads go straight to the
   // degraded path) for a short while instead of paying a connect per read.
@@ -40,7 +41,7 @@ class DssPool {
   }
 
  private:
-  std::vector<std::unique_ptr<net::RpcChannel>> channels_;
+  std::vector<std::unique_ptr<net::Transport>> channels_;  // TCP (RpcChannel) today
   std::unique_ptr<std::atomic<int64_t>[]> down_until_ns_;  // steady clock
   std::unique_ptr<std::atomic<int64_t>[]> slow_until_ns_;
   std::unique_ptr<std::atomic<int>[]> inflight_;

@@ -105,7 +105,7 @@ namespace {
 net::PendingCall StartShardRead(DssPool& dss, uint64_t ino, const pb::ChunkEntry& c,
                                 uint32_t shard, uint64_t offset, uint64_t length) {
   uint32_t id = c.dss(shard);
-  net::RpcChannel* ch = dss.Get(id);
+  net::Transport* ch = dss.Get(id);
   if (!ch || dss.IsDown(id)) return {};
   pb::ReadShardReq req;
   *req.mutable_key() = MakeShardKey(ino, c, shard);
@@ -192,7 +192,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         for (auto& m : c.members) seg.jobs.push_back(m.id);
         b.segments.push_back(std::move(seg));
       }
-    net::RpcChannel* ch = dss_.Get(dss_id);
+    net::Transport* ch = dss_.Get(dss_id);
     // A DSS down or recently too slow is not asked: its pieces go straight
     // to the repair path (another replica, a degraded read).
     if (ch && !dss_.IsDown(dss_id) && !dss_.IsSlow(dss_id)) {

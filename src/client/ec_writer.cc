@@ -103,7 +103,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
 
   std::vector<net::PendingCall> calls;
   for (uint32_t s = 0; s < n; s++) {
-    net::RpcChannel* ch = dss_.Get(fresh.dss(s));
+    net::Transport* ch = dss_.Get(fresh.dss(s));
     if (!ch) return Unavailable("unknown DSS " + std::to_string(fresh.dss(s)));
     pb::WriteShardReq w;
     *w.mutable_key() = MakeShardKey(st.ino, fresh, s);

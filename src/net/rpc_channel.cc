@@ -121,69 +121,65 @@ void RpcChannel::Checkin(int fd) {
   idle_.push_back(fd);
 }
 
+// A call sent on one of the channel's connections, which it holds until the
+// reply is read (then the connection goes back to the pool).
+class TcpCall final : public CallState {
+ public:
+  TcpCall(RpcChannel* channel, int fd, uint64_t id) : channel_(channel), fd_(fd), id_(id) {}
+  ~TcpCall() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool Ready(int timeout_ms) override;
+  Result<RpcReply> Wait() override;
+
+ private:
+  RpcChannel* channel_;
+  int fd_;
+  uint64_t id_;
+};
+
 PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& req,
                               std::string_view payload) {
-  PendingCall pc;
-  pc.channel_ = this;
-  pb::RpcHeader hdr;
+  uint64_t id;
   {
     std::lock_guard lk(mu_);
-    pc.id_ = next_id_++;
+    id = next_id_++;
   }
-  hdr.set_id(pc.id_);
+  pb::RpcHeader hdr;
+  hdr.set_id(id);
   hdr.set_method(method);
   req.SerializeToString(hdr.mutable_body());
   std::string hdr_bytes = hdr.SerializeAsString();
-  if (payload.size() > kMaxPayloadBytes) {
-    pc.send_status_ = InvalidArgument("payload too large");
-    return pc;
-  }
+  if (payload.size() > kMaxPayloadBytes) return PendingCall(InvalidArgument("payload too large"));
   rpcs_.Inc();  // counted before the bytes leave, so the peer's view includes this call
   // A pooled connection may have been closed by the server since its last
   // use; retry once on a fresh one before calling the server unavailable.
   for (int attempt = 0; attempt < 2; attempt++) {
     auto fd = Checkout();
-    if (!fd) {
-      pc.send_status_ = fd.error();
-      return pc;
-    }
+    if (!fd) return PendingCall(fd.error());
     uint8_t prefix[kPrefixBytes];
     EncodePrefix({uint32_t(hdr_bytes.size()), payload.size()}, prefix);
     iovec iov[3] = {{prefix, kPrefixBytes},
                     {hdr_bytes.data(), hdr_bytes.size()},
                     {const_cast<char*>(payload.data()), payload.size()}};
     if (WriteAll(*fd, iov, payload.empty() ? 2 : 3)) {
-      pc.fd_ = *fd;
-      pc.send_status_ = Status::Ok();
       wire_sent_.Add(kPrefixBytes + hdr_bytes.size() + payload.size());
-      return pc;
+      return PendingCall(std::make_unique<TcpCall>(this, *fd, id));
     }
     ::close(*fd);
   }
-  pc.send_status_ = Unavailable("send to " + address_ + " failed");
-  return pc;
+  return PendingCall(Unavailable("send to " + address_ + " failed"));
 }
 
-PendingCall::PendingCall(PendingCall&& o) noexcept { *this = std::move(o); }
-
-PendingCall& PendingCall::operator=(PendingCall&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    channel_ = o.channel_;
-    fd_ = o.fd_;
-    id_ = o.id_;
-    send_status_ = std::move(o.send_status_);
-    o.fd_ = -1;
-  }
-  return *this;
+Result<RpcReply> PendingCall::Wait() {
+  if (!send_status_.ok()) return Err(send_status_);
+  if (!state_) return Err(Internal("Wait() called twice"));
+  auto state = std::move(state_);
+  return state->Wait();
 }
 
-PendingCall::~PendingCall() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-bool PendingCall::Ready(int timeout_ms) {
-  if (!send_status_.ok() || fd_ < 0) return true;
+bool TcpCall::Ready(int timeout_ms) {
+  if (fd_ < 0) return true;
   pollfd p{fd_, POLLIN, 0};
   int r;
   do r = ::poll(&p, 1, std::max(0, timeout_ms));
@@ -191,8 +187,7 @@ bool PendingCall::Ready(int timeout_ms) {
   return r != 0;
 }
 
-Result<RpcReply> PendingCall::Wait() {
-  if (!send_status_.ok()) return Err(send_status_);
+Result<RpcReply> TcpCall::Wait() {
   if (fd_ < 0) return Err(Internal("Wait() called twice"));
   int fd = fd_;
   fd_ = -1;

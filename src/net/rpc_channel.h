@@ -22,33 +22,56 @@
 
 namespace rustfs::net {
 
-class RpcChannel;
+// How one call's reply arrives; each transport has its own (TcpCall for
+// RpcChannel). Owned by the PendingCall.
+class CallState {
+ public:
+  virtual ~CallState() = default;
+  virtual bool Ready(int timeout_ms) = 0;
+  virtual Result<RpcReply> Wait() = 0;
+};
 
-// A call in flight. Holds its connection until Wait(); a PendingCall that is
-// destroyed without Wait() drops the connection (its reply is unread).
+// A call in flight. Holds its transport state until Wait(); a PendingCall
+// destroyed without Wait() abandons the call (for TCP: drops the
+// connection, whose reply is unread).
 class PendingCall {
  public:
   PendingCall() = default;
-  PendingCall(PendingCall&&) noexcept;
-  PendingCall& operator=(PendingCall&&) noexcept;
-  ~PendingCall();
+  // A call that was never sent, failing with `why`.
+  explicit PendingCall(Status why) : send_status_(std::move(why)) {}
+  explicit PendingCall(std::unique_ptr<CallState> state)
+      : state_(std::move(state)), send_status_(Status::Ok()) {}
 
   // Reads the reply. A reply whose code is not OK becomes that Status.
   Result<RpcReply> Wait();
   // Whether Wait() would return without blocking for the server (a reply,
   // or an error, is there), waiting up to timeout_ms for that.
-  bool Ready(int timeout_ms);
+  bool Ready(int timeout_ms) { return !state_ || state_->Ready(timeout_ms); }
 
  private:
-  friend class RpcChannel;
-  RpcChannel* channel_ = nullptr;
-  int fd_ = -1;
-  uint64_t id_ = 0;
+  std::unique_ptr<CallState> state_;
   // A default-constructed call was never sent (e.g. its server is known down).
   Status send_status_{Code::kUnavailable, "call not sent: server marked down"};
 };
 
-class RpcChannel {
+// The client side of the RPC to one server: what the data path needs of a
+// transport. RpcChannel is the TCP one; an RDMA transport (LLD-002 §5.2:
+// the batch as one SGL, replies into registered memory) would implement
+// Start with its own CallState, and the client code above it stays as is.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const std::string& address() const = 0;
+  virtual PendingCall Start(uint32_t method, const google::protobuf::Message& req,
+                            std::string_view payload = {}) = 0;
+  Result<RpcReply> Call(uint32_t method, const google::protobuf::Message& req,
+                        std::string_view payload = {}) {
+    return Start(method, req, payload).Wait();
+  }
+};
+
+// Transport over a pool of blocking TCP connections (see the top of the file).
+class RpcChannel : public Transport {
  public:
   // `counter_prefix` names this side's wire counters ("client").
   RpcChannel(std::string address, int timeout_ms, std::string counter_prefix = "client");
@@ -56,14 +79,11 @@ class RpcChannel {
   RpcChannel(const RpcChannel&) = delete;
   RpcChannel& operator=(const RpcChannel&) = delete;
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const override { return address_; }
 
   PendingCall Start(uint32_t method, const google::protobuf::Message& req,
-                    std::string_view payload = {});
-  Result<RpcReply> Call(uint32_t method, const google::protobuf::Message& req,
-                        std::string_view payload = {}) {
-    return Start(method, req, payload).Wait();
-  }
+                    std::string_view payload = {}) override;
+  using Transport::Call;
 
   // Call and parse the reply body as Rep.
   template <class Rep>
@@ -76,7 +96,7 @@ class RpcChannel {
   }
 
  private:
-  friend class PendingCall;
+  friend class TcpCall;
   Result<int> Checkout();
   void Checkin(int fd);
   Result<int> Dial();

@@ -142,4 +142,5 @@ def test_fio_randread_iodepth_32_batches_reads(shared_cluster, tmp_path):
     reads, rpcs = c["client.app_reads"], c["client.batch_reads"]
     assert reads >= 8000
     assert rpcs * 2 < reads, f"{rpcs} BatchRead RPCs for {reads} reads"
-    assert c.get("client.reconstructions", 0) == 0
+    # Healthy cluster: no degraded read except where a slow reply was hedged.
+    assert c.get("client.reconstructions", 0) <= c.get("client.hedged_reads", 0)
