@@ -75,6 +75,12 @@ uint64_t FragmentCache::VisitGrain(const ObjectId& ino, uint64_t g, uint64_t wan
   return want;
 }
 
+uint64_t FragmentCache::WantedPages(uint64_t g, uint64_t offset, uint64_t end) const {
+  const uint64_t base = g * grain_;
+  const uint64_t from = std::max(offset, base), to = std::min(end, base + grain_);
+  return PageMask(uint32_t((from - base) / kPage), uint32_t((to - base + kPage - 1) / kPage));
+}
+
 std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint64_t offset, uint64_t len,
                                                       char* dst, Tier first) {
   std::vector<Range> misses;
@@ -82,9 +88,7 @@ std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint6
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
     const uint64_t base = g * grain_;
-    const uint64_t from = std::max(offset, base), to = std::min(end, base + grain_);
-    const uint64_t want =
-        PageMask(uint32_t((from - base) / kPage), uint32_t((to - base + kPage - 1) / kPage));
+    const uint64_t want = WantedPages(g, offset, end);
     uint64_t missing = VisitGrain(ino, g, want, first, [&](const std::string& v, uint64_t have) {
       for (uint64_t m = have; m; m &= m - 1) {
         uint32_t page = uint32_t(std::countr_zero(m));
@@ -111,11 +115,9 @@ std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint6
 bool FragmentCache::Contains(const ObjectId& ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    const uint64_t base = g * grain_;
-    const uint64_t from = std::max(offset, base), to = std::min(end, base + grain_);
-    const uint64_t want =
-        PageMask(uint32_t((from - base) / kPage), uint32_t((to - base + kPage - 1) / kPage));
-    if (VisitGrain(ino, g, want, Tier::kFrequency, [](const std::string&, uint64_t) {})) return false;
+    if (VisitGrain(ino, g, WantedPages(g, offset, end), Tier::kFrequency,
+                   [](const std::string&, uint64_t) {}))
+      return false;
   }
   return true;
 }

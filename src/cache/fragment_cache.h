@@ -129,6 +129,8 @@ class FragmentCache {
   // has some. Returns the wanted pages neither tier has.
   template <class OnPages>
   uint64_t VisitGrain(const ObjectId& ino, uint64_t g, uint64_t want, Tier first, OnPages&& on_pages);
+  // The pages of grain g that [offset, end) touches, as a mask.
+  uint64_t WantedPages(uint64_t g, uint64_t offset, uint64_t end) const;
   static uint64_t PageMask(uint32_t first_page, uint32_t end_page) {  // pages [first, end)
     uint64_t upto = end_page >= 64 ? ~uint64_t(0) : (uint64_t(1) << end_page) - 1;
     return upto & ~((uint64_t(1) << first_page) - 1);
