@@ -11,6 +11,8 @@ PKGS=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fio python3 python3-pytest python3-numpy attr  # attr: setfattr/getfattr for the layout xattr
+  autoconf automake  # pjdfstest's build (scripts/pjdfstest.sh)
+  rsync  # the POSIX tests copy trees with it
   dpkg-dev  # dpkg-source, which apt-get source unpacks with
 )
 SUDO=""

@@ -216,7 +216,7 @@ int rustfs_fsync(rustfs_file* file) {
   return Guard([&]() -> int {
     int rc;
     if (BadArg(file, "file", &rc)) return rc;
-    Status s = file->owner->client->Flush(*file->file);
+    Status s = file->owner->client->Fsync(*file->file);
     return s.ok() ? 0 : Fail(s);
   });
 }

@@ -1,61 +1,32 @@
 #include "client/client.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace rustfs::client {
 
 namespace {
+
 // Buffered chunks per file before the oldest are published: bounds client
 // memory (4 x chunk_size) while letting sequential writes fill whole chunks.
 constexpr size_t kMaxDirtyChunks = 4;
 
-Result<pb::Attr> AttrOf(Result<pb::AttrReply> r) {
-  if (!r) return Err(r.error());
-  return std::move(*r->mutable_attr());
-}
-
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// The local IP the MDS would see us from: the callback server binds there,
-// so the MDS can call back across hosts (or network namespaces) too.
-std::string LocalAddressToward(const std::string& mds_address) {
-  auto hp = net::SplitHostPort(mds_address);
-  if (!hp) return "127.0.0.1";
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(hp->second);
-  std::string ip = "127.0.0.1";
-  if (fd >= 0 && ::inet_pton(AF_INET, hp->first.c_str(), &dst.sin_addr) == 1 &&
-      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) {
-    sockaddr_in me{};
-    socklen_t len = sizeof me;
-    char buf[INET_ADDRSTRLEN];
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
-        ::inet_ntop(AF_INET, &me.sin_addr, buf, sizeof buf))
-      ip = buf;
-  }
-  if (fd >= 0) ::close(fd);
-  return ip;
-}
 }  // namespace
 
 Client::Client(const Config& cfg)
     : cfg_(cfg),
-      mds_(cfg.mds.address, cfg.client.rpc_timeout_ms),
+      // A change waits for every other client's revocation answer, or for a
+      // silent one's lease to run out: an MDS call may take that long and
+      // still succeed, so it must not time out before (a commit that went
+      // through reported as failed would leave this client's view broken).
+      mds_(cfg.mds.address, int(cfg.client.rpc_timeout_ms + cfg.mds.lease_ms)),
       app_bytes_read_(GetCounter("client.app_bytes_read")),
       app_bytes_written_(GetCounter("client.app_bytes_written")),
       app_reads_(GetCounter("client.app_reads")) {}
@@ -72,6 +43,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Config& cfg) {
       c->prefetchers_.emplace_back([p = c.get()] { p->PrefetchLoop(); });
   }
   c->renew_ = std::thread([p = c.get()] { p->RenewLoop(); });
+  c->notifier_ = std::thread([p = c.get()] { p->NotifierLoop(); });
   return c;
 }
 
@@ -81,107 +53,19 @@ Client::~Client() {
     stop_ = true;
   }
   prefetch_cv_.notify_all();
+  {
+    std::lock_guard lk(kernel_mu_);  // so the notifier cannot miss stop_
+  }
+  kernel_cv_.notify_all();
   for (auto& t : prefetchers_) t.join();
   if (renew_.joinable()) renew_.join();
+  if (notifier_.joinable()) notifier_.join();
   if (client_id_) {  // hand our leases back so no change waits for them to expire
     pb::RenewLeasesReq r;
     r.set_client_id(client_id_);
     (void)mds_.CallStatus(pb::M_END_SESSION, r);
   }
   if (callback_) callback_->Stop();
-}
-
-Status Client::RegisterSession() {
-  if (!callback_) {
-    callback_ = std::make_unique<net::RpcServer>("client.cb", 1);
-    callback_->Handle(pb::M_REVOKE, [this](const std::string& body, std::string&,
-                                           net::RpcReply& reply) -> Status {
-      auto req = net::ParseBody<pb::RevokeReq>(body, "Revoke");
-      if (!req) return req.error();
-      OnRevoke(req->ino(), req->name());
-      reply.body = pb::Empty().SerializeAsString();
-      return Status::Ok();
-    });
-    RUSTFS_RETURN_IF_ERROR(callback_->Start(LocalAddressToward(cfg_.mds.address) + ":0"));
-  }
-  pb::RegisterClientReq r;
-  r.set_callback_address(LocalAddressToward(cfg_.mds.address) + ":" +
-                         std::to_string(callback_->port()));
-  int64_t sent = SteadyNs();
-  auto rep = mds_.Call<pb::RegisterClientReply>(pb::M_REGISTER_CLIENT, r);
-  if (!rep) return rep.error();
-  lease_ms_ = rep->lease_ms();
-  client_id_ = rep->client_id();
-  // Our clock starts the lease when we asked, before the MDS's did, and a
-  // 10% margin covers clock-rate differences.
-  lease_valid_until_ns_ = sent + int64_t(lease_ms_) * 900000;
-  return Status::Ok();
-}
-
-void Client::RenewLoop() {
-  while (!stop_) {
-    for (uint32_t waited = 0; waited < lease_ms_ / 3 && !stop_; waited += 50)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (stop_) break;
-    pb::RenewLeasesReq r;
-    r.set_client_id(client_id_);
-    int64_t sent = SteadyNs();
-    Status s = mds_.CallStatus(pb::M_RENEW_LEASES, r);
-    if (s.ok()) {
-      lease_valid_until_ns_ = sent + int64_t(lease_ms_) * 900000;
-    } else if (s.code() == Code::kNotFound || s.code() == Code::kStale) {
-      // The MDS restarted or gave up on us: nothing we cached is protected.
-      LOG_WARN("lease session lost ({}); dropping caches", s.message());
-      lease_valid_until_ns_ = 0;
-      DropAllCaches();
-      if (Status rs = RegisterSession(); !rs.ok()) LOG_WARN("re-register: {}", rs.message());
-    }
-    // Unavailable: keep trying; trust lapses by itself at the expiry.
-  }
-}
-
-bool Client::LeaseValid() const { return SteadyNs() < lease_valid_until_ns_.load(); }
-
-std::shared_ptr<FileState> Client::FindOpen(uint64_t ino) {
-  std::lock_guard lk(open_mu_);
-  auto it = open_.find(ino);
-  return it == open_.end() ? nullptr : it->second;
-}
-
-void Client::DropAllCaches() {
-  revoke_seq_++;
-  {
-    std::lock_guard lk(meta_mu_);
-    attrs_.clear();
-    entries_.clear();
-  }
-  {
-    std::lock_guard lk(open_mu_);
-    for (auto& [ino, st] : open_) st->map_stale = true;
-  }
-  if (fcache_) fcache_->Clear();
-}
-
-void Client::OnRevoke(uint64_t ino, const std::string& name) {
-  static Counter& revoked = GetCounter("client.leases_revoked");
-  revoked.Inc();
-  revoke_seq_++;
-  {
-    std::lock_guard lk(meta_mu_);
-    attrs_.erase(ino);
-    if (!name.empty()) entries_.erase({ino, name});
-  }
-  if (name.empty()) {
-    if (auto st = FindOpen(ino)) st->map_stale = true;
-    if (fcache_) fcache_->Erase({ino});
-  }
-  if (invalidate_hook_) invalidate_hook_(ino, name);
-}
-
-void Client::CacheAttr(const pb::Attr& a, uint64_t seq_at_start) {
-  std::lock_guard lk(meta_mu_);
-  if (revoke_seq_.load() != seq_at_start) return;  // may predate a revocation
-  attrs_[a.ino()] = a;
 }
 
 Status Client::Connect() {
@@ -200,226 +84,12 @@ Status Client::Connect() {
   return Status::Ok();
 }
 
-Result<pb::Attr> Client::Lookup(uint64_t parent, const std::string& name) {
-  static Counter& hits = GetCounter("client.meta_cache_hits");
-  if (LeaseValid()) {
-    std::lock_guard lk(meta_mu_);
-    auto e = entries_.find({parent, name});
-    if (e != entries_.end()) {
-      auto a = attrs_.find(e->second);
-      if (a != attrs_.end()) {
-        hits.Inc();
-        return a->second;
-      }
-    }
-  }
-  uint64_t seq = revoke_seq_.load();
-  pb::LookupReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_client_id(client_id_);
-  auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_LOOKUP, r));
-  if (a) {
-    CacheAttr(*a, seq);
-    std::lock_guard lk(meta_mu_);
-    if (revoke_seq_.load() == seq) entries_[{parent, name}] = a->ino();
-  }
-  return a;
-}
-
-Result<pb::Attr> Client::GetAttr(uint64_t ino) {
-  static Counter& hits = GetCounter("client.meta_cache_hits");
-  Result<pb::Attr> a = Err(NotFound(""));
-  if (LeaseValid()) {
-    std::lock_guard lk(meta_mu_);
-    auto it = attrs_.find(ino);
-    if (it != attrs_.end()) {
-      hits.Inc();
-      a = it->second;
-    }
-  }
-  if (!a) {
-    uint64_t seq = revoke_seq_.load();
-    pb::GetAttrReq r;
-    r.set_ino(ino);
-    r.set_client_id(client_id_);
-    a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_GETATTR, r));
-    if (!a) return a;
-    CacheAttr(*a, seq);
-  }
-  if (auto st = FindOpen(ino)) {
-    // An open file's own state knows its size best (our commits and
-    // buffered writes), unless a revocation says another client changed it.
-    std::shared_lock lk(st->mu);
-    if (!st->map_stale && LeaseValid()) {
-      a->set_size(st->attr.size());
-      a->set_mtime_ns(std::max(a->mtime_ns(), st->attr.mtime_ns()));
-      a->set_ctime_ns(std::max(a->ctime_ns(), st->attr.ctime_ns()));
-    } else if (!st->dirty.empty()) {
-      a->set_size(std::max(a->size(), st->attr.size()));
-    }
-  }
-  return a;
-}
-
-void Client::ForgetEntry(uint64_t parent, const std::string& name) {
-  std::lock_guard lk(meta_mu_);
-  auto e = entries_.find({parent, name});
-  if (e != entries_.end()) {
-    attrs_.erase(e->second);
-    entries_.erase(e);
-  }
-  attrs_.erase(parent);  // its mtime (and maybe nlink) changed
-}
-
-Result<pb::Attr> Client::SetAttr(const pb::SetAttrReq& in) {
-  pb::SetAttrReq req = in;
-  req.set_client_id(client_id_);
-  uint64_t seq = revoke_seq_.load();
-  if (!(req.valid() & pb::SET_SIZE)) {
-    auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
-    if (a) CacheAttr(*a, seq);
-    return a;
-  }
-  std::shared_ptr<FileState> st = FindOpen(req.ino());
-  if (!st) {  // truncate(2) of a file nobody here has open
-    auto s = LoadState(req.ino());
-    if (!s) return Err(s.error());
-    st = *s;
-  }
-  std::unique_lock lk(st->mu);
-  RUSTFS_RETURN_ERR(FlushLocked(*st));
-  if (req.size() < st->attr.size()) RUSTFS_RETURN_ERR(ZeroTail(*st, req.size()));
-  auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_SETATTR, req));
-  if (!a) return a;
-  CacheAttr(*a, seq);
-  if (fcache_) fcache_->Erase({req.ino()});
-  st->attr = *a;
-  uint64_t keep = (a->size() + st->geo.chunk_size - 1) / st->geo.chunk_size;
-  st->chunks.erase(st->chunks.lower_bound(keep), st->chunks.end());
-  return a;
-}
-
-Status Client::SetLayout(uint64_t ino, const std::string& spec) {
-  auto a = GetAttr(ino);
-  if (!a) return a.error();
-  pb::SetAttrReq req;
-  req.set_ino(ino);
-  req.set_valid(pb::SET_LAYOUT);
-  *req.mutable_layout() = a->layout();
-  RUSTFS_RETURN_IF_ERROR(ParseLayoutSpec(spec, *req.mutable_layout()));
-  auto r = SetAttr(req);
-  if (!r) return r.error();
-  if (auto st = FindOpen(ino)) {  // its geometry came from the old layout
-    std::unique_lock lk(st->mu);
-    st->map_stale = true;
-  }
-  return Status::Ok();
-}
-
-// POSIX: bytes cut off by a truncate read as zeros if the file grows again.
-// Chunks wholly past the end are dropped by the MDS; the chunk the new end
-// falls inside is rewritten with zeros from the new end on.
-Status Client::ZeroTail(FileState& st, uint64_t new_size) {
-  const uint64_t cs = st.geo.chunk_size;
-  uint64_t index = new_size / cs;
-  uint64_t from = new_size % cs;
-  if (from == 0 || !st.chunks.count(index)) return Status::Ok();
-  uint64_t to = std::min(st.attr.size(), (index + 1) * cs) - index * cs;
-  if (to <= from) return Status::Ok();
-  DirtyChunk d;
-  d.data.assign(cs, '\0');
-  d.ranges.Add(from, to);
-  Status s = writer_->FlushChunk(st, index, d, /*grow_size=*/false);
-  std::lock_guard lk(meta_mu_);
-  attrs_.erase(st.ino);
-  return s;
-}
-
-Result<pb::Attr> Client::Create(uint64_t parent, const std::string& name, uint32_t mode,
-                                uint32_t uid, uint32_t gid, bool exclusive) {
-  pb::CreateReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_mode(mode);
-  r.set_uid(uid);
-  r.set_gid(gid);
-  r.set_exclusive(exclusive);
-  return CreateCommon(pb::M_CREATE, r);
-}
-
-Result<pb::Attr> Client::CreateCommon(uint32_t method, pb::CreateReq& r) {
-  r.set_client_id(client_id_);
-  uint64_t seq = revoke_seq_.load();
-  auto a = AttrOf(mds_.Call<pb::AttrReply>(method, r));
-  if (!a) return a;
-  ForgetEntry(r.parent(), r.name());
-  CacheAttr(*a, seq);
-  std::lock_guard lk(meta_mu_);
-  if (revoke_seq_.load() == seq) entries_[{r.parent(), r.name()}] = a->ino();
-  return a;
-}
-
-Result<pb::Attr> Client::Mkdir(uint64_t parent, const std::string& name, uint32_t mode,
-                               uint32_t uid, uint32_t gid) {
-  pb::CreateReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_mode(mode);
-  r.set_uid(uid);
-  r.set_gid(gid);
-  return CreateCommon(pb::M_MKDIR, r);
-}
-
-Result<pb::ReadDirReply> Client::ReadDir(uint64_t ino, const std::string& after, uint32_t max) {
-  pb::ReadDirReq r;
-  r.set_ino(ino);
-  r.set_after(after);
-  r.set_max(max);
-  return mds_.Call<pb::ReadDirReply>(pb::M_READDIR, r);
-}
-
-Status Client::Unlink(uint64_t parent, const std::string& name) {
-  pb::NameReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_client_id(client_id_);
-  ForgetEntry(parent, name);
-  return mds_.CallStatus(pb::M_UNLINK, r);
-}
-
-Status Client::Rmdir(uint64_t parent, const std::string& name) {
-  pb::NameReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_client_id(client_id_);
-  ForgetEntry(parent, name);
-  return mds_.CallStatus(pb::M_RMDIR, r);
-}
-
-Status Client::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                      const std::string& new_name, uint32_t flags) {
-  pb::RenameReq r;
-  r.set_parent(parent);
-  r.set_name(name);
-  r.set_new_parent(new_parent);
-  r.set_new_name(new_name);
-  r.set_flags(flags);
-  r.set_client_id(client_id_);
-  ForgetEntry(parent, name);
-  ForgetEntry(new_parent, new_name);
-  return mds_.CallStatus(pb::M_RENAME, r);
-}
-
-Result<pb::StatFsReply> Client::StatFs() {
-  return mds_.Call<pb::StatFsReply>(pb::M_STATFS, pb::Empty());
-}
-
-Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino) {
+Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino, bool open) {
   pb::GetChunkMapReq r;
   r.set_ino(ino);
   r.set_length(0);  // the whole map: reads then need no MDS at all
   r.set_client_id(client_id_);  // ...held under a layout lease
+  r.set_open(open);             // ...and the inode kept for us while we hold it
   auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, r);
   if (!m) return Err(m.error());
   auto st = std::make_shared<FileState>();
@@ -435,7 +105,7 @@ Status Client::RefreshMap(FileState& st) {
   static Counter& refreshes = GetCounter("client.chunk_map_refreshes");
   refreshes.Inc();
   st.map_stale = false;  // cleared first: a revocation during the fetch sets it again
-  auto fresh = LoadState(st.ino);
+  auto fresh = LoadState(st.ino, /*open=*/true);
   if (!fresh) {
     st.map_stale = true;
     return fresh.error();
@@ -447,23 +117,27 @@ Status Client::RefreshMap(FileState& st) {
 }
 
 Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
+  std::shared_ptr<FileState> st;
   {
     std::lock_guard lk(open_mu_);
     auto it = open_.find(ino);
     if (it != open_.end()) {
       it->second->opens++;
-      auto f = std::make_shared<OpenFile>();
-      f->state = it->second;
-      return f;
+      st = it->second;
     }
   }
-  auto st = LoadState(ino);
-  if (!st) return Err(st.error());
-  std::lock_guard lk(open_mu_);
-  auto [it, inserted] = open_.emplace(ino, *st);  // another opener may have won
-  it->second->opens++;
+  if (!st) {
+    auto loaded = LoadState(ino, /*open=*/true);
+    if (!loaded) return Err(loaded.error());
+    std::lock_guard lk(open_mu_);
+    auto [it, inserted] = open_.emplace(ino, *loaded);  // another opener may have won
+    it->second->opens++;
+    st = it->second;
+  }
   auto f = std::make_shared<OpenFile>();
-  f->state = it->second;
+  f->state = st;
+  std::shared_lock lk(st->mu);
+  f->fsync_err_seen = f->close_err_seen = st->err_seq;  // earlier errors are not this handle's
   return f;
 }
 
@@ -472,6 +146,7 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
 // must be fetched again before use.
 Status Client::LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
                            std::unique_lock<std::shared_mutex>& wl) {
+  CheckLease();  // a lapsed lease: nothing cached is served any more
   rl = std::shared_lock(st.mu);
   if (st.dirty.empty() && !st.map_stale && LeaseValid()) return Status::Ok();
   rl.unlock();
@@ -483,24 +158,40 @@ Status Client::LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& r
 
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
   FileState& st = *f.state;
-  std::shared_lock<std::shared_mutex> rl;
-  std::unique_lock<std::shared_mutex> wl;
-  RUSTFS_RETURN_ERR(LockForRead(st, rl, wl));
   app_reads_.Inc();
-  uint64_t size = st.attr.size();
-  if (offset >= size || len == 0) return 0;
-  len = std::min<uint64_t>(len, size - offset);
-  app_bytes_read_.Add(len);
-  Observe(f, st, f.detector.OnRead(offset, len, size));
-  if (!fcache_) {
-    RUSTFS_RETURN_ERR(FetchRange(st, offset, len, buf));
-    return len;
+  // kStale from the reader: the map named a chunk version that is gone (an
+  // overwrite raced with this read): fetch the map again and read again.
+  for (int attempt = 0;; attempt++) {
+    std::shared_lock<std::shared_mutex> rl;
+    std::unique_lock<std::shared_mutex> wl;
+    RUSTFS_RETURN_ERR(LockForRead(st, rl, wl));
+    uint64_t size = st.attr.size();
+    if (offset >= size || len == 0) return 0;
+    const size_t n = std::min<uint64_t>(len, size - offset);
+    if (attempt == 0) {
+      app_bytes_read_.Add(n);
+      Observe(f, st, f.detector.OnRead(offset, n, size));
+    }
+    Status s = fcache_ ? ReadThroughCache(st, offset, n, buf, TierFor(f)) : FetchRange(st, offset, n, buf);
+    if (s.code() == Code::kStale && attempt < 2) {
+      st.map_stale = true;
+      continue;
+    }
+    RUSTFS_RETURN_ERR(s);
+    return n;
   }
-  RUSTFS_RETURN_ERR(ReadThroughCache(st, offset, len, buf, TierFor(f)));
-  return len;
 }
 
 Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
+  for (int attempt = 0;; attempt++) {
+    Status s = ReadManyOnce(f, reqs, attempt == 0);
+    // As in Read: a chunk version gone under a racing overwrite.
+    if (s.code() != Code::kStale || attempt >= 2) return s;
+    f.state->map_stale = true;
+  }
+}
+
+Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first) {
   FileState& st = *f.state;
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
@@ -520,12 +211,14 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
   std::vector<Miss> misses;
   for (size_t i = 0; i < reqs.size(); i++) {
     ReadReq& r = reqs[i];
-    app_reads_.Inc();
     r.status = Status::Ok();
     r.bytes = r.offset >= size ? 0 : std::min<uint64_t>(r.length, size - r.offset);
+    if (first) app_reads_.Inc();
     if (r.bytes == 0) continue;
-    app_bytes_read_.Add(r.bytes);
-    Observe(f, st, f.detector.OnRead(r.offset, r.bytes, size));
+    if (first) {
+      app_bytes_read_.Add(r.bytes);
+      Observe(f, st, f.detector.OnRead(r.offset, r.bytes, size));
+    }
     if (!fcache_) {
       misses.push_back({i, r.offset, r.bytes, {}});
       continue;
@@ -678,9 +371,15 @@ Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {
 Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len) {
   FileState& st = *f.state;
   std::unique_lock lk(st.mu);
+  return WriteLocked(st, offset, data, len);
+}
+
+// Caller holds st.mu exclusively.
+Status Client::WriteLocked(FileState& st, uint64_t offset, const char* data, size_t len) {
   // A layout change (or a revocation) since the map was fetched: buffer
   // against the current geometry, which sets chunk size and shard count.
-  if (st.dirty.empty() && st.map_stale) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
+  if (st.dirty.empty() && (st.map_stale || !LeaseValid())) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
+  if (!S_ISREG(st.attr.mode())) return InvalidArgument("write to a file that is not regular");
   app_bytes_written_.Add(len);
   const uint64_t cs = st.geo.chunk_size;
   for (auto& s : layout::SplitFileRange(cs, offset, len)) {
@@ -691,6 +390,11 @@ Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len)
     if (d.ranges.Covers(0, cs)) RUSTFS_RETURN_IF_ERROR(FlushOne(st, s.chunk_index));
   }
   if (offset + len > st.attr.size()) st.attr.set_size(offset + len);
+  // The write's time, not its publication's, is the file's mtime (it goes
+  // with the commit).
+  const int64_t now = RealtimeNowNs();
+  st.attr.set_mtime_ns(now);
+  st.attr.set_ctime_ns(now);
   while (st.dirty.size() > kMaxDirtyChunks)
     RUSTFS_RETURN_IF_ERROR(FlushOne(st, st.dirty.begin()->first));
   return Status::Ok();
@@ -698,17 +402,24 @@ Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len)
 
 Status Client::FlushOne(FileState& st, uint64_t index, bool grow_size) {
   // The buffer is dropped whether or not the flush succeeds: a failed write
-  // is reported to the caller (write, fsync or close), as on any POSIX
-  // filesystem, and the file keeps its last published contents.
+  // is reported to the caller (write) and to every handle's next fsync and
+  // close (errseq), as on any POSIX filesystem, and the file keeps its last
+  // published contents.
   auto node = st.dirty.extract(index);
   if (node.empty()) return Status::Ok();
   Status s = writer_->FlushChunk(st, index, node.mapped(), grow_size);
-  {
-    std::lock_guard lk(meta_mu_);
-    attrs_.erase(st.ino);  // size and mtime moved on
-  }
+  ForgetAttr(st.ino);  // size and mtime moved on
   if (fcache_) fcache_->Erase({st.ino}, index * st.geo.chunk_size, st.geo.chunk_size);
-  if (!s.ok()) LOG_WARN("flush of inode {} chunk {} failed: {}", st.ino, index, s.ToString());
+  if (!s.ok()) {
+    static Counter& failed = GetCounter("client.flush_errors");
+    failed.Inc();
+    LOG_WARN("flush of inode {} chunk {} failed: {}", st.ino, index, s.ToString());
+    st.err_seq++;
+    st.last_error = s;
+    // Whether the commit went through is unknown (e.g. a timeout): the
+    // map is fetched again before the next read.
+    st.map_stale = true;
+  }
   return s;
 }
 
@@ -722,28 +433,53 @@ Status Client::FlushLocked(FileState& st) {
     // Resynchronize size with what was actually published.
     pb::GetAttrReq r;
     r.set_ino(st.ino);
-    if (auto a = AttrOf(mds_.Call<pb::AttrReply>(pb::M_GETATTR, r)); a) st.attr.set_size(a->size());
+    if (auto a = mds_.Call<pb::AttrReply>(pb::M_GETATTR, r); a) st.attr.set_size(a->attr().size());
   }
   return first;
 }
 
-Status Client::Flush(OpenFile& f) {
-  std::unique_lock lk(f.state->mu);
-  return FlushLocked(*f.state);
+Status Client::ReportError(OpenFile& f, uint64_t OpenFile::*seen) {
+  FileState& st = *f.state;
+  std::unique_lock lk(st.mu);
+  (void)FlushLocked(st);  // its error, if any, is in err_seq now
+  if (f.*seen == st.err_seq) return Status::Ok();
+  f.*seen = st.err_seq;
+  return st.last_error;
 }
+
+Status Client::Flush(OpenFile& f) { return ReportError(f, &OpenFile::close_err_seen); }
+Status Client::Fsync(OpenFile& f) { return ReportError(f, &OpenFile::fsync_err_seen); }
 
 Status Client::Release(std::shared_ptr<OpenFile> f) {
   Status s = Flush(*f);
-  std::lock_guard lk(open_mu_);
-  if (--f->state->opens > 0) return s;
-  // Closed files keep their state (attributes, chunk map) while it is
-  // covered by the lease, so reopening costs no MDS round trip; revocations
-  // mark it stale like an open one. Bounded: past the limit, idle states
-  // are dropped.
-  if (open_.size() > kMaxCachedStates) {
-    for (auto it = open_.begin(); it != open_.end() && open_.size() > kMaxCachedStates / 2;)
-      it = it->second->opens == 0 ? open_.erase(it) : std::next(it);
+  std::vector<uint64_t> released;
+  {
+    std::lock_guard lk(open_mu_);
+    FileState& st = *f->state;
+    if (--st.opens > 0) return s;
+    // Closed files keep their state (attributes, chunk map, and the open
+    // reference at the MDS) while it is covered by the lease, so reopening
+    // costs no MDS round trip. One revoked while open (changed elsewhere,
+    // maybe unlinked: then only our reference keeps it) is dropped now.
+    // Bounded: past the limit, idle states are dropped.
+    if (st.drop_at_close) {
+      if (auto it = open_.find(st.ino); it != open_.end() && it->second == f->state) {
+        open_.erase(it);
+        released.push_back(st.ino);
+      }
+    }
+    if (open_.size() > kMaxCachedStates) {
+      for (auto it = open_.begin(); it != open_.end() && open_.size() > kMaxCachedStates / 2;) {
+        if (it->second->opens == 0) {
+          released.push_back(it->first);
+          it = open_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
   }
+  ReleaseRefs(released);
   return s;
 }
 

@@ -2,6 +2,20 @@
 // (reads resolved in client memory from the chunk map fetched at open, EC
 // partial reads, buffered writes published as new chunk versions).
 //
+// Its parts live in files of their own:
+//   client.cc            creation, open/read/write/flush/release, read-ahead
+//   client_session.cc    lease session: registration, renewal, revocations,
+//                        a lapsed lease, open references
+//   client_namespace.cc  names, attributes (truncate), links, xattrs
+//   client_locks.cc      advisory locks (fcntl, flock) held by the MDS
+//   client_space.cc      fallocate (allocate, punch, zero ranges)
+//
+// POSIX promises kept here (DESIGN.md §7): buffered writes are published
+// before any attribute change of the file (ours, or another client's: the
+// MDS recalls them), a file stays usable through open handles after its
+// last name goes, and a failed publication is reported to every handle's
+// next fsync and close (Linux's errseq).
+//
 // Thread-safe. The FUSE daemon and the C API sit on top of this class.
 #pragma once
 
@@ -12,18 +26,20 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
+#include "cache/fragment_cache.h"
+#include "client/access_detector.h"
 #include "client/dss_pool.h"
 #include "client/ec_reader.h"
-#include "client/access_detector.h"
 #include "client/ec_writer.h"
 #include "client/file_state.h"
-#include "cache/fragment_cache.h"
 #include "client/mds_client.h"
 #include "common/config.h"
 #include "net/rpc_server.h"
@@ -36,6 +52,23 @@ using cache::FragmentCache;
 struct OpenFile {
   std::shared_ptr<FileState> state;
   AccessDetector detector;  // this handle's access pattern (LLD-002 §1.2)
+  // The file's write-error sequence this handle has reported, for its
+  // fsync and its close each (set at open: earlier errors are not its own).
+  uint64_t fsync_err_seen = 0;
+  uint64_t close_err_seen = 0;
+};
+
+// An advisory lock request or report (fcntl: F_RDLCK, F_WRLCK, F_UNLCK over
+// [start, end], end UINT64_MAX = to the end of the file; flock: the whole
+// file). `owner` is the kernel's lock owner (per process for fcntl, per
+// open file description for flock).
+struct LockSpec {
+  uint64_t owner = 0;
+  uint32_t pid = 0;
+  int type = 0;  // F_RDLCK, F_WRLCK, F_UNLCK
+  uint64_t start = 0;
+  uint64_t end = UINT64_MAX;
+  bool flock = false;
 };
 
 class Client {
@@ -43,16 +76,27 @@ class Client {
   // Connects to the MDS in cfg and learns the DSS addresses from it.
   static Result<std::unique_ptr<Client>> Create(const Config& cfg);
 
-  // --- namespace (each is one MDS RPC) ---
+  // --- namespace (each is one MDS RPC unless cached under the lease) ---
   Result<pb::Attr> Lookup(uint64_t parent, const std::string& name);
   // Attributes, with the size of writes buffered here included.
   Result<pb::Attr> GetAttr(uint64_t ino);
-  // Truncation flushes buffered writes and zeroes the cut-off tail first.
+  // Buffered writes to the file are published first; truncation also
+  // zeroes the cut-off tail.
   Result<pb::Attr> SetAttr(const pb::SetAttrReq& req);
+  // A regular file (exclusive: EEXIST if the name exists).
   Result<pb::Attr> Create(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                           uint32_t gid, bool exclusive);
   Result<pb::Attr> Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                          uint32_t gid);
+  // Any other type: the type bits of `mode` say which (FIFO, socket,
+  // character or block device with `rdev`).
+  Result<pb::Attr> Mknod(uint64_t parent, const std::string& name, uint32_t mode, uint64_t rdev,
+                         uint32_t uid, uint32_t gid);
+  Result<pb::Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
+                           uint32_t uid, uint32_t gid);
+  Result<std::string> ReadLink(uint64_t ino);
+  // A new name for `ino` (a hard link).
+  Result<pb::Attr> Link(uint64_t ino, uint64_t new_parent, const std::string& new_name);
   Result<pb::ReadDirReply> ReadDir(uint64_t ino, const std::string& after, uint32_t max);
   Status Unlink(uint64_t parent, const std::string& name);
   Status Rmdir(uint64_t parent, const std::string& name);
@@ -64,6 +108,26 @@ class Client {
   // chunk size and stripe unit stay as they are. InvalidArgument for a bad
   // spec or one the cluster cannot place.
   Status SetLayout(uint64_t ino, const std::string& spec);
+
+  // Extended attributes (user.*, trusted.*, security.*); flags
+  // XATTR_CREATE / XATTR_REPLACE. kNoData for a missing name.
+  Status SetXattr(uint64_t ino, const std::string& name, const std::string& value, uint32_t flags);
+  Result<std::string> GetXattr(uint64_t ino, const std::string& name);
+  Result<std::vector<std::string>> ListXattr(uint64_t ino);
+  Status RemoveXattr(uint64_t ino, const std::string& name);
+
+  // --- advisory locks, held by the MDS (client_locks.cc) ---
+  // Takes or releases a lock. kWouldBlock when another owner holds a
+  // conflicting one and !wait; with wait, retries until granted, or until
+  // interrupted() says the caller gave up (kInterrupted).
+  Status SetLock(uint64_t ino, const LockSpec& l, bool wait,
+                 const std::function<bool()>& interrupted = {});
+  // F_GETLK: a lock that would block `l` (type F_UNLCK when none).
+  Result<LockSpec> GetLock(uint64_t ino, const LockSpec& l);
+  // Releases what `owner` holds on `ino` (close of a descriptor: fcntl
+  // locks; last close of an open file description: flock). No RPC when
+  // this client never took such a lock.
+  Status ReleaseLocks(uint64_t ino, uint64_t owner, bool flock);
 
   // --- data ---
   // Fetches the whole chunk map in one MDS RPC (LLD-002 §1.1); later reads
@@ -86,13 +150,21 @@ class Client {
   // Each request gets its own status; the return value is the first error.
   Status ReadMany(OpenFile& f, std::span<ReadReq> reqs);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
+  // fallocate(2): mode 0 or FALLOC_FL_KEEP_SIZE (space is not reserved:
+  // holes read as zeros and take no room), FALLOC_FL_PUNCH_HOLE |
+  // FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE [| KEEP_SIZE]; other modes
+  // are kNotSupported.
+  Status Fallocate(OpenFile& f, int mode, uint64_t offset, uint64_t len);
   // An fadvise-style hint (POSIX_FADV_* advice) on [offset, offset+len),
   // len 0 = to end of file: RANDOM / SEQUENTIAL pin the handle's mode,
   // NORMAL returns to detection, WILLNEED prefetches the range into the
   // fragment cache, DONTNEED drops its cached fragments.
   Status Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice);
-  // Publishes every buffered write of the file (close, fsync).
+  // Publishes every buffered write of the file: at close (Flush) and at
+  // fsync (Fsync). Either returns, once per handle, a publication error
+  // that happened since the handle last reported one, whoever's write it was.
   Status Flush(OpenFile& f);
+  Status Fsync(OpenFile& f);
   // Flushes, and forgets the file's state when its last handle goes.
   Status Release(std::shared_ptr<OpenFile> f);
 
@@ -115,19 +187,51 @@ class Client {
  private:
   explicit Client(const Config& cfg);
   Status Connect();
+  // --- session (client_session.cc) ---
   Status RegisterSession();
   void RenewLoop();
   bool LeaseValid() const;
-  // Drops every cached attribute, entry and map (lease lost).
+  // A lease that ran out: nothing cached can be trusted; drops it all (once
+  // per lapse) before anything is served from it again. Safe on any thread.
+  void CheckLease();
+  // Drops every cached attribute, entry, map and cached byte, and queues
+  // the kernel's copies for the notifier.
   void DropAllCaches();
-  void OnRevoke(uint64_t ino, const std::string& name);
-  Status RefreshMap(FileState& st);
+  // Kernel invalidations that must not run on the thread that asks for
+  // them: a FUSE request's (invalidating an inode's pages waits for its
+  // reads in flight) or a revocation's, for names (the kernel takes the
+  // directory's lock, which a request of ours may hold while it waits for
+  // the MDS). NotifierLoop carries them out.
+  struct KernelWork {
+    std::vector<uint64_t> inos;
+    std::vector<std::pair<uint64_t, std::string>> names;
+  };
+  void QueueKernel(KernelWork work);
+  void NotifierLoop();
+  // Returns whether the client still has `ino` open.
+  bool OnRevoke(uint64_t ino, const std::string& name, bool recall);
+  // Tells the MDS this client no longer holds these inodes' state.
+  void ReleaseRefs(const std::vector<uint64_t>& inos);
+  // --- namespace helpers ---
   void CacheAttr(const pb::Attr& a, uint64_t seq_at_start);
   std::shared_ptr<FileState> FindOpen(uint64_t ino);
   // Forgets the cached entry `name` of `parent`, its inode's attributes and
   // the parent's attributes (all change when the entry does).
   void ForgetEntry(uint64_t parent, const std::string& name);
+  void ForgetAttr(uint64_t ino);
+  // Caches attributes the MDS returned for a change, and brings an open
+  // state's up to date (keeping the size its buffered writes reach).
+  void AdoptAttr(const pb::Attr& a, uint64_t seq_at_start);
+  // Adds what only this client knows to an open file's attributes: the
+  // size and times of its buffered writes.
+  void OverlayOpen(pb::Attr& a);
   Result<pb::Attr> CreateCommon(uint32_t method, pb::CreateReq& r);
+  Result<pb::Attr> Truncate(const pb::SetAttrReq& req);
+  // Publishes the buffered writes of `ino` if this client has it open.
+  Status FlushIfOpen(uint64_t ino);
+  // --- data path helpers ---
+  Status RefreshMap(FileState& st);
+  Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first);
   Status LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
                      std::unique_lock<std::shared_mutex>& wl);
   FragmentCache::Tier TierFor(const OpenFile& f) const;
@@ -139,10 +243,13 @@ class Client {
   void Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d);
   void Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len);
   void PrefetchLoop();
-  Result<std::shared_ptr<FileState>> LoadState(uint64_t ino);
+  Result<std::shared_ptr<FileState>> LoadState(uint64_t ino, bool open);
   Status FlushLocked(FileState& st);
   Status FlushOne(FileState& st, uint64_t index, bool grow_size = true);
+  // The error a handle reports at fsync or close (see Flush).
+  Status ReportError(OpenFile& f, uint64_t OpenFile::*seen);
   Status ZeroTail(FileState& st, uint64_t new_size);
+  Status WriteLocked(FileState& st, uint64_t offset, const char* data, size_t len);
 
   Config cfg_;
   MdsClient mds_;
@@ -150,7 +257,8 @@ class Client {
   std::unique_ptr<EcReader> reader_;
   std::unique_ptr<EcWriter> writer_;
 
-  // Open files, and closed ones whose state is still worth keeping.
+  // Open files, and closed ones whose state is still worth keeping (each
+  // holds an open reference at the MDS until dropped).
   static constexpr size_t kMaxCachedStates = 131072;  // ~1 KiB each for small files
   std::mutex open_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<FileState>> open_;
@@ -160,6 +268,12 @@ class Client {
   std::atomic<uint64_t> client_id_{0};
   uint32_t lease_ms_ = 10000;
   std::atomic<int64_t> lease_valid_until_ns_{0};  // steady clock
+  std::mutex lapse_mu_;
+  bool lapse_handled_ = false;  // caches dropped since the lease last lapsed
+  std::mutex kernel_mu_;
+  std::condition_variable kernel_cv_;
+  KernelWork kernel_work_;  // guarded by kernel_mu_
+  std::thread notifier_;
   std::atomic<bool> stop_{false};
   std::thread renew_;
   InvalidateHook invalidate_hook_;
@@ -169,6 +283,10 @@ class Client {
   std::mutex meta_mu_;
   std::unordered_map<uint64_t, pb::Attr> attrs_;  // by ino
   std::map<std::pair<uint64_t, std::string>, uint64_t> entries_;  // (parent, name) -> ino
+
+  // Lock owners that may hold locks, so a close that held none costs no RPC.
+  std::mutex locks_mu_;
+  std::set<std::tuple<uint64_t, uint64_t, bool>> lock_owners_;  // (ino, owner, flock)
 
   // --- fragment cache and read-ahead (LLD-002 §3.1, §1.2) ---
   std::unique_ptr<FragmentCache> fcache_;  // null when disabled

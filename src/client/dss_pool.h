@@ -30,6 +30,13 @@ class DssPool {
   // it when they have a choice, but repairs may still use it.
   void MarkSlow(uint32_t id);
   bool IsSlow(uint32_t id) const;
+  // A read to `id` was hedged away (NoteHedged) or answered in time
+  // (NoteAnswered). A server that keeps being hedged (a stalled one) is
+  // marked slow for a period that doubles while it goes on (200 ms up to
+  // 6.4 s), so reads route around it instead of each waiting out the hedge
+  // delay; one timely answer ends that.
+  void NoteHedged(uint32_t id);
+  void NoteAnswered(uint32_t id);
 
   // Requests this client has in flight at DSS `id`: what power-of-two
   // choices compares.
@@ -45,6 +52,7 @@ class DssPool {
   std::unique_ptr<std::atomic<int64_t>[]> down_until_ns_;  // steady clock
   std::unique_ptr<std::atomic<int64_t>[]> slow_until_ns_;
   std::unique_ptr<std::atomic<int>[]> inflight_;
+  std::unique_ptr<std::atomic<int>[]> hedged_in_a_row_;
 };
 
 }  // namespace rustfs::client

@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/clock.h"
 #include "layout/coalesce.h"
 
 #include "common/log.h"
@@ -25,6 +26,18 @@ pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard)
   return k;
 }
 
+namespace {
+constexpr size_t kLatencySamples = 512;  // the "recent" of recent p95
+constexpr size_t kRecomputeEvery = 64;
+// Hedge budget: 5 % of the pieces read (credit in thousandths of a piece),
+// and at most 20 pieces' worth saved up.
+constexpr int64_t kCreditPerPiece = 50;
+constexpr int64_t kMaxHedgeCredit = 20 * 1000;
+// Another server late within this window means the machine, not one
+// server, is slow: then nobody is hedged.
+constexpr int64_t kLateWindowUs = 100'000;
+}  // namespace
+
 EcReader::EcReader(DssPool& dss, MdsClient& mds, const Options& options)
     : dss_(dss),
       mds_(mds),
@@ -34,28 +47,44 @@ EcReader::EcReader(DssPool& dss, MdsClient& mds, const Options& options)
       coalesced_(GetCounter("client.pieces_coalesced")),
       reconstructions_(GetCounter("client.reconstructions")),
       degraded_bytes_(GetCounter("client.degraded_read_bytes")),
+      degraded_batches_(GetCounter("client.degraded_batches")),
       corrupt_reported_(GetCounter("client.corrupt_shards_reported")),
       shard_bytes_(GetCounter("client.shard_bytes_received")),
-      hedged_(GetCounter("client.hedged_reads")) {}
-
-namespace {
-constexpr size_t kLatencySamples = 512;  // the "recent" of recent p95
-constexpr size_t kRecomputeEvery = 64;
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+      hedged_(GetCounter("client.hedged_reads")),
+      hedged_batches_(GetCounter("client.hedged_batches")),
+      hedges_declined_(GetCounter("client.hedges_declined")) {
+  late_at_us_.reset(new std::atomic<int64_t>[dss.size()]);
+  for (size_t i = 0; i < dss.size(); i++) late_at_us_[i] = INT64_MIN / 2;
+  hedge_credit_ = kMaxHedgeCredit;
 }
-}  // namespace
+
 
 // A replica hedge costs one extra read, so replicated reads hedge at the
-// p95; an EC hedge is a degraded read of K shards, so EC hedges at the p99
-// to keep healthy-cluster amplification near 1.
+// p95; an EC hedge is a degraded read of K shards, so EC hedges only well
+// past the p99, for a server that is clearly stalled rather than a little
+// slow.
 int64_t EcReader::HedgeDelayUs(bool replicated) {
+  const int64_t min_us = int64_t(opt_.hedge_min_us) * (replicated ? 1 : 5);
   int64_t p = (replicated ? p95_us_ : p99_us_).load(std::memory_order_relaxed);
   // Until there are enough samples, only a clearly stalled server is hedged.
   if (p == 0) return 10 * int64_t(opt_.hedge_min_us);
-  return std::max<int64_t>(p, opt_.hedge_min_us);
+  return std::max<int64_t>(replicated ? p : 3 * p, min_us);
+}
+
+void EcReader::NoteLate(uint32_t dss, int64_t now_us) {
+  if (dss < dss_.size()) late_at_us_[dss].store(now_us, std::memory_order_relaxed);
+}
+
+bool EcReader::MayHedge(uint32_t dss, size_t pieces, int64_t now_us) {
+  for (uint32_t d = 0; d < dss_.size(); d++)
+    if (d != dss && late_at_us_[d].load(std::memory_order_relaxed) > now_us - kLateWindowUs)
+      return false;  // more than one server slow at once: the machine is busy
+  const int64_t cost = int64_t(pieces) * 1000;
+  int64_t credit = hedge_credit_.load(std::memory_order_relaxed);
+  do {
+    if (credit < cost) return false;
+  } while (!hedge_credit_.compare_exchange_weak(credit, credit - cost, std::memory_order_relaxed));
+  return true;
 }
 
 void EcReader::RecordLatency(int64_t us) {
@@ -72,7 +101,7 @@ void EcReader::RecordLatency(int64_t us) {
 }
 
 uint32_t EcReader::PickReplica(const pb::ChunkEntry& c, uint32_t replicas) {
-  thread_local uint64_t seed = uint64_t(NowUs()) * 0x9E3779B97F4A7C15ull + uint64_t(pthread_self());
+  thread_local uint64_t seed = uint64_t(SteadyNowUs()) * 0x9E3779B97F4A7C15ull + uint64_t(pthread_self());
   auto next = [&] {
     seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
     return seed;
@@ -98,53 +127,6 @@ Result<std::shared_ptr<ec::RsCodec>> EcReader::Codec(uint32_t k, uint32_t m) {
   return c;
 }
 
-namespace {
-
-// Starts a read of [offset, offset+length) of `shard`; a DSS known to be
-// down gets no call (an already-failed PendingCall stands in).
-net::PendingCall StartShardRead(DssPool& dss, uint64_t ino, const pb::ChunkEntry& c,
-                                uint32_t shard, uint64_t offset, uint64_t length) {
-  uint32_t id = c.dss(shard);
-  net::Transport* ch = dss.Get(id);
-  if (!ch || dss.IsDown(id)) return {};
-  pb::ReadShardReq req;
-  *req.mutable_key() = MakeShardKey(ino, c, shard);
-  req.set_offset(offset);
-  req.set_length(length);
-  return ch->Start(pb::M_READ_SHARD, req);
-}
-
-// Shards to try for a repair: those on DSS not recently slow first (a
-// stalled server is used only when nothing else is left), in index order.
-std::vector<uint32_t> RepairOrder(DssPool& dss, const pb::ChunkEntry& c, uint32_t n) {
-  std::vector<uint32_t> order(n);
-  for (uint32_t s = 0; s < n; s++) order[s] = s;
-  std::stable_partition(order.begin(), order.end(), [&](uint32_t s) { return !dss.IsSlow(c.dss(s)); });
-  return order;
-}
-
-Result<net::RpcReply> WaitShard(DssPool& dss, net::PendingCall& pc, uint32_t dss_id) {
-  auto r = pc.Wait();
-  if (!r && r.error().code() == Code::kUnavailable) dss.MarkDown(dss_id);
-  return r;
-}
-
-}  // namespace
-
-void EcReader::ReportBad(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard, const Status& why) {
-  corrupt_reported_.Inc();
-  LOG_WARN("corrupt shard {}-{}-{}-{} on DSS {}: {}", ino, c.index(), c.version(), shard,
-           c.dss(shard), why.message());
-  pb::ReportBadShardReq req;
-  req.set_ino(ino);
-  req.set_index(c.index());
-  req.set_version(c.version());
-  req.set_shard(shard);
-  req.set_dss(c.dss(shard));
-  req.set_reason(why.message());
-  (void)mds_.CallStatus(pb::M_REPORT_BAD_SHARD, req);
-}
-
 Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
                       std::span<const ReadExtent> extents) {
   std::vector<Job> jobs;
@@ -158,11 +140,17 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       jobs.push_back({&e, std::move(r)});
     }
   }
+  {
+    const int64_t earned = int64_t(jobs.size()) * kCreditPerPiece;
+    int64_t credit = hedge_credit_.load(std::memory_order_relaxed);
+    while (credit < kMaxHedgeCredit &&
+           !hedge_credit_.compare_exchange_weak(credit, std::min(kMaxHedgeCredit, credit + earned),
+                                                std::memory_order_relaxed)) {
+    }
+  }
   // One BatchRead per DSS carrying every range wanted from it, ranges of
   // one shard coalesced (LLD-002 §5.2, §5.3); all DSS are asked before any
   // answer is awaited, so the whole read costs one round trip.
-  std::vector<size_t> failed;
-  std::vector<Status> failures;
   std::map<uint32_t, std::vector<size_t>> by_dss;  // DSS id -> job indexes
   for (size_t i = 0; i < jobs.size(); i++) by_dss[jobs[i].extent->chunk->dss(jobs[i].read.shard)].push_back(i);
   struct Segment {
@@ -173,12 +161,14 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
   struct Batch {
     uint32_t dss;
     std::vector<Segment> segments;
+    size_t pieces = 0;
     net::PendingCall call;
     bool sent = false;
   };
   std::vector<Batch> batches;
+  std::vector<Failed> failed;
   for (auto& [dss_id, idx] : by_dss) {
-    Batch b{dss_id, {}, {}};
+    Batch b{dss_id, {}, idx.size()};
     // Group this DSS's jobs by shard, then coalesce each shard's ranges.
     std::map<std::tuple<uint64_t, uint64_t, uint32_t>, std::vector<layout::RangeRead>> by_shard;
     for (size_t i : idx) {
@@ -193,50 +183,70 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         b.segments.push_back(std::move(seg));
       }
     net::Transport* ch = dss_.Get(dss_id);
-    // A DSS down or recently too slow is not asked: its pieces go straight
-    // to the repair path (another replica, a degraded read).
-    if (ch && !dss_.IsDown(dss_id) && !dss_.IsSlow(dss_id)) {
-      pb::BatchReadReq req;
-      for (auto& seg : b.segments) {
-        const Job& j = jobs[seg.first_job];
-        auto* r = req.add_reads();
-        *r->mutable_key() = MakeShardKey(ino, *j.extent->chunk, j.read.shard);
-        r->set_offset(seg.offset);
-        r->set_length(seg.length);
-      }
-      b.call = ch->Start(pb::M_BATCH_READ, req);
-      b.sent = true;
-      dss_.AddInflight(dss_id, 1);
-      batch_rpcs_.Inc();
-      segments_.Add(b.segments.size());
-      coalesced_.Add(idx.size() - b.segments.size());
-    }
-    batches.push_back(std::move(b));
-  }
-  const int64_t started_us = NowUs();
-  const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
-  for (Batch& b : batches) {
-    auto fail_all = [&](const Status& st) {
-      for (auto& seg : b.segments)
-        for (size_t i : seg.jobs) failed.push_back(i), failures.push_back(st);
-    };
-    if (b.sent) dss_.AddInflight(b.dss, -1);
-    if (b.sent && opt_.hedge && !b.call.Ready(int((hedge_at_us - NowUs() + 999) / 1000))) {
-      // Abandoned (dropping the call closes its connection): its pieces are
-      // served another way below, and the DSS is avoided for a while.
-      hedged_.Inc();
-      if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
-      b.call = {};
-      fail_all(Unavailable("DSS " + std::to_string(b.dss) + " slower than the hedge delay"));
+    // A DSS down or stalled is not asked: its pieces go straight to the
+    // repair path (another replica, a degraded read).
+    if (!ch || dss_.IsDown(dss_id) || dss_.IsSlow(dss_id)) {
+      const bool slow = ch && !dss_.IsDown(dss_id);
+      if (slow) hedged_.Add(idx.size());  // routed around a slow server
+      for (size_t i : idx)
+        failed.push_back({&jobs[i], Unavailable("DSS " + std::to_string(dss_id) +
+                                                (slow ? " is stalled" : " is down"))});
       continue;
     }
+    pb::BatchReadReq req;
+    for (auto& seg : b.segments) {
+      const Job& j = jobs[seg.first_job];
+      auto* r = req.add_reads();
+      *r->mutable_key() = MakeShardKey(ino, *j.extent->chunk, j.read.shard);
+      r->set_offset(seg.offset);
+      r->set_length(seg.length);
+    }
+    b.call = ch->Start(pb::M_BATCH_READ, req);
+    b.sent = true;
+    dss_.AddInflight(dss_id, 1);
+    batch_rpcs_.Inc();
+    segments_.Add(b.segments.size());
+    coalesced_.Add(idx.size() - b.segments.size());
+    batches.push_back(std::move(b));
+  }
+  const int64_t started_us = SteadyNowUs();
+  const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
+  for (size_t bi = 0; bi < batches.size(); bi++) {
+    Batch& b = batches[bi];
+    auto fail_all = [&](const Status& st) {
+      for (auto& seg : b.segments)
+        for (size_t i : seg.jobs) failed.push_back({&jobs[i], st});
+    };
+    dss_.AddInflight(b.dss, -1);
+    if (opt_.hedge && !b.call.Ready(int((hedge_at_us - SteadyNowUs() + 999) / 1000))) {
+      const int64_t now = SteadyNowUs();
+      NoteLate(b.dss, now);
+      // Only a server slow on its own is hedged: the read's other servers
+      // have answered, and nobody else was late just now.
+      bool others_answered = true;
+      for (size_t j = bi + 1; j < batches.size() && others_answered; j++)
+        others_answered = batches[j].call.Ready(0);
+      if (others_answered && MayHedge(b.dss, b.pieces, now)) {
+        // Abandoned (dropping the call closes its connection): its pieces
+        // are served another way below.
+        hedged_batches_.Inc();
+        hedged_.Add(b.pieces);
+        dss_.NoteHedged(b.dss);
+        if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
+        b.call = {};
+        fail_all(Unavailable("DSS " + std::to_string(b.dss) + " slower than the hedge delay"));
+        continue;
+      }
+      hedges_declined_.Inc();
+    }
     auto r = b.call.Wait();
-    if (b.sent && r) RecordLatency(NowUs() - started_us);
     if (!r) {
-      if (b.sent && r.error().code() == Code::kUnavailable) dss_.MarkDown(b.dss);
+      if (r.error().code() == Code::kUnavailable) dss_.MarkDown(b.dss);
       fail_all(r.error());
       continue;
     }
+    RecordLatency(SteadyNowUs() - started_us);
+    dss_.NoteAnswered(b.dss);
     auto rep = net::ParseBody<pb::BatchReadReply>(r->body, "BatchRead reply");
     if (!rep || size_t(rep->results_size()) != b.segments.size()) {
       fail_all(IoError("malformed BatchRead reply from DSS " + std::to_string(b.dss)));
@@ -247,8 +257,9 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       const Segment& seg = b.segments[s];
       const auto& res = rep->results(int(s));
       if (res.code() != 0 || res.length() != seg.length || pos + seg.length > r->payload.size()) {
-        Status st = res.code() ? Status(Code(res.code()), res.error()) : IoError("short segment");
-        for (size_t i : seg.jobs) failed.push_back(i), failures.push_back(st);
+        Status st = res.code() ? StatusFromWire(res.code(), res.error())
+                               : Status(Code::kShortRead, "short segment");
+        for (size_t i : seg.jobs) failed.push_back({&jobs[i], st});
         continue;
       }
       const char* base = r->payload.data() + pos;
@@ -259,125 +270,8 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
           std::memcpy(jobs[i].extent->dst + p.buf_offset, base + (p.shard_offset - seg.offset), p.length);
     }
   }
-  for (size_t f = 0; f < failed.size(); f++) {
-    const Job& j = jobs[failed[f]];
-    const Status& why = failures[f];
-    if (why.code() == Code::kCorruption) ReportBad(ino, *j.extent->chunk, j.read.shard, why);
-    if (why.code() == Code::kInvalidArgument) return why;  // our bug, not a failure to repair
-    std::vector<bool> bad(g.k + g.m, false);
-    bad[j.read.shard] = true;
-    RUSTFS_RETURN_IF_ERROR(g.replicated ? FromReplica(ino, g, j, bad) : Degraded(ino, g, j, bad));
-  }
-  return Status::Ok();
-}
-
-uint32_t EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
-                             uint64_t off,
-                             uint64_t len, std::vector<bool>& bad,
-                             const std::function<void(uint32_t, std::string&&)>& on_shard) {
-  const std::vector<uint32_t> order = RepairOrder(dss_, c, uint32_t(c.dss_size()));
-  struct Pending {
-    uint32_t shard;
-    net::PendingCall call;
-  };
-  std::deque<Pending> laggards;  // hedged past, still running
-  uint32_t got = 0;
-  auto take = [&](Pending& p) {
-    auto r = WaitShard(dss_, p.call, c.dss(p.shard));
-    if (!r || r->payload.size() != len) {
-      bad[p.shard] = true;
-      if (!r && r.error().code() == Code::kCorruption) ReportBad(ino, c, p.shard, r.error());
-      return;
-    }
-    shard_bytes_.Add(len);
-    on_shard(p.shard, std::move(r->payload));
-    got++;
-  };
-  for (size_t next = 0; got < need;) {
-    std::vector<Pending> round;
-    for (; next < order.size() && got + round.size() < need; next++)
-      if (!bad[order[next]]) round.push_back({order[next], StartShardRead(dss_, ino, c, order[next], off, len)});
-    if (round.empty()) {
-      if (laggards.empty()) break;  // nothing left to try
-      take(laggards.front());       // nothing left to start: wait for a slow one
-      laggards.pop_front();
-      continue;
-    }
-    const int64_t deadline = NowUs() + HedgeDelayUs(replicated);
-    for (Pending& p : round) {
-      if (opt_.hedge && !p.call.Ready(int((deadline - NowUs() + 999) / 1000))) {
-        hedged_.Inc();
-        if (replicated) dss_.MarkSlow(c.dss(p.shard));
-        laggards.push_back(std::move(p));
-        continue;
-      }
-      take(p);
-    }
-    for (auto it = laggards.begin(); it != laggards.end() && got < need;) {
-      if (!it->call.Ready(0)) {
-        ++it;
-        continue;
-      }
-      take(*it);
-      it = laggards.erase(it);
-    }
-  }
-  return got;  // laggards still running are dropped (their connections closed)
-}
-
-// Serves a replicated job from whichever other replica answers first.
-Status EcReader::FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job,
-                             std::vector<bool>& bad) {
-  const pb::ChunkEntry& c = *job.extent->chunk;
-  const uint64_t off = job.read.shard_offset;
-  uint32_t got = ReadFirst(ino, c, true, 1, off, job.read.length, bad, [&](uint32_t, std::string&& bytes) {
-    for (auto& p : job.read.pieces)
-      std::memcpy(job.extent->dst + p.buf_offset, bytes.data() + (p.shard_offset - off), p.length);
-  });
-  if (got == 1) return Status::Ok();
-  return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
-                 ": no replica readable");
-}
-
-Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
-                          std::vector<bool>& bad) {
-  reconstructions_.Inc();
-  const pb::ChunkEntry& c = *job.extent->chunk;
-  // Reed-Solomon codes each byte position across the shards on its own, so
-  // the lost range is rebuilt from the same range of K other shards (in
-  // whole 4 KiB checksum blocks, which the DSS verifies anyway), not from
-  // whole stripe rows: a degraded 4 KiB read costs K x 4 KiB.
-  constexpr uint64_t kBlock = Config::kChecksumBlock;
-  uint64_t off = job.read.shard_offset / kBlock * kBlock;
-  uint64_t len = std::min((job.read.shard_offset + job.read.length + kBlock - 1) / kBlock * kBlock,
-                          g.shard_capacity()) - off;
-  auto codec = Codec(g.k, g.m);
-  if (!codec) return codec.error();
-
-  const uint32_t n = g.k + g.m;
-  std::vector<std::string> bufs(n);
-  std::vector<bool> have(n, false);
-  // The first K shards to answer (data first, then parity; recently slow
-  // DSS last; one that does not answer within the hedge delay is replaced).
-  uint32_t got = ReadFirst(ino, c, false, g.k, off, len, bad, [&](uint32_t s, std::string&& bytes) {
-    bufs[s] = std::move(bytes);
-    have[s] = true;
-  });
-  if (got < g.k)
-    return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
-                   ": fewer than " + std::to_string(g.k) + " shards readable");
-  std::vector<const uint8_t*> srcs(n, nullptr);
-  for (uint32_t s = 0; s < n; s++)
-    if (have[s]) srcs[s] = reinterpret_cast<const uint8_t*>(bufs[s].data());
-  std::string rebuilt(len, '\0');
-  uint32_t want = job.read.shard;
-  uint8_t* out = reinterpret_cast<uint8_t*>(rebuilt.data());
-  RUSTFS_RETURN_IF_ERROR((*codec)->Reconstruct(srcs, std::span<const uint32_t>(&want, 1),
-                                               std::span<uint8_t* const>(&out, 1), len));
-  degraded_bytes_.Add(len * g.k);
-  for (auto& p : job.read.pieces)
-    std::memcpy(job.extent->dst + p.buf_offset, rebuilt.data() + (p.shard_offset - off), p.length);
-  return Status::Ok();
+  if (failed.empty()) return Status::Ok();
+  return Repair(ino, g, failed);
 }
 
 }  // namespace rustfs::client

@@ -1,32 +1,42 @@
 // Reads byte ranges of erasure-coded or replicated chunks (LLD-002 §2.1).
 //
-// Fast path: one BatchRead per DSS for all the ranges wanted from it; only
-// the data shards that hold the wanted bytes are read, only
-// those byte ranges, all in parallel; no parity, no decode. When a needed
-// shard's DSS is down, its shard is missing, or a block fails its checksum,
-// the same byte range (in 4 KiB blocks) is read from K healthy shards and
-// just that range is decoded. A corrupt shard is reported to the MDS. Wrong bytes are never
-// returned: if fewer than K shards of a row can be read, the read fails.
+// Fast path (ec_reader.cc): one BatchRead per DSS for all the ranges wanted
+// from it; only the data shards that hold the wanted bytes are read, only
+// those byte ranges, all in parallel; no parity, no decode.
+//
+// Repair (ec_reader_repair.cc): when a needed shard's DSS is down, its
+// shard is missing, or a block fails its checksum, the same byte range (in
+// 4 KiB blocks) is read from K healthy shards and just that range is
+// decoded; all the pieces one read has to repair go out together, one
+// BatchRead per DSS. A corrupt shard is reported to the MDS. Wrong bytes
+// are never returned: if fewer than K shards of a row can be read, the read
+// fails.
 //
 // Replicated chunks (EcGeometry::replicated): each piece goes to one replica
 // picked by power-of-two choices over this client's requests in flight per
 // DSS; a failed replica is replaced by the next one.
 //
-// Hedging (client.hedge_reads): a BatchRead that has not answered within the
-// recent p95 of BatchRead latencies (p99 for EC, whose alternative costs K
-// reads; at least client.hedge_min_us) is abandoned and its pieces served
-// another way (another replica, which also sends that DSS out of the
-// replica choice for a short while, or a degraded read for EC), so one
-// stalled server does not set the p99. Counter "client.hedged_reads".
+// Hedging (client.hedge_reads): a BatchRead that has not answered within
+// the hedge delay (replicas: the recent p95 of BatchRead latencies, at
+// least client.hedge_min_us; EC, whose alternative costs K reads: 3 x the
+// p99, at least 5 x hedge_min_us) is abandoned and its pieces served another
+// way, so one stalled server does not set the tail. Hedging never amplifies
+// load: it takes a budget (5 % of the pieces read, and a small burst), it
+// waits when the slowness is the whole machine's (another server was late
+// too just now, or the read's other servers have not answered either), and
+// a server hedged twice in a row is routed around for a growing while
+// instead of being hedged read after read. Counters: client.hedged_reads
+// (pieces served another way because their server was slow),
+// client.hedged_batches, client.hedges_declined.
 #pragma once
 
 #include <atomic>
 #include <functional>
-#include <string>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "client/dss_pool.h"
@@ -56,6 +66,8 @@ class EcReader {
   };
   EcReader(DssPool& dss, MdsClient& mds, const Options& options);
 
+  // kStale when every shard of a chunk version the extents name is gone
+  // (the caller's map is older than the chunk: fetch it again).
   Status Read(uint64_t ino, const layout::EcGeometry& g, std::span<const ReadExtent> extents);
 
   Result<std::shared_ptr<ec::RsCodec>> Codec(uint32_t k, uint32_t m);
@@ -65,23 +77,50 @@ class EcReader {
     const ReadExtent* extent;
     layout::ShardRead read;
   };
+  struct Failed {  // a job the fast path could not serve, and why
+    const Job* job;
+    Status why;
+  };
+
+  // --- repair (ec_reader_repair.cc) ---
+  Status Repair(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed);
+  // EC: rebuilds every job from K other shards, all fetched together;
+  // jobs whose batched sources fail go on to Degraded one by one.
+  Status RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed);
+  // Serves a job whose shard read failed with `first_failure`.
   Status Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
-                  std::vector<bool>& bad);
+                  std::vector<bool>& bad, const Status& first_failure);
+  Status FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job, std::vector<bool>& bad,
+                     const Status& first_failure);
   void ReportBad(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard, const Status& why);
   // Reads [off, off+len) of shards of c (RepairOrder, skipping bad ones)
   // until `need` answered in full, calling on_shard(shard, bytes) for each;
   // a shard slower than the hedge delay keeps running while the next is
   // started, and is waited for only when nothing else is left. Shards that
-  // fail get bad[s] = true. Returns how many answered.
-  uint32_t ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
-                     uint64_t off, uint64_t len,
-                     std::vector<bool>& bad, const std::function<void(uint32_t, std::string&&)>& on_shard);
-  Status FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job, std::vector<bool>& bad);
+  // fail get bad[s] = true.
+  struct Gathered {
+    uint32_t got = 0;
+    bool all_not_found = true;  // every shard that failed had no such version
+  };
+  Gathered ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
+                     uint64_t off, uint64_t len, std::vector<bool>& bad,
+                     const std::function<void(uint32_t, std::string&&)>& on_shard);
+  static Status VersionGone(uint64_t ino, const pb::ChunkEntry& c);
+  // Decodes shard `want`'s [0, len) from the K buffers in srcs (nullptr:
+  // not available) into out.
+  Status Rebuild(const layout::EcGeometry& g, const std::vector<const uint8_t*>& srcs,
+                 uint32_t want, uint64_t len, uint8_t* out);
+
+  // --- replica choice and hedging (ec_reader.cc) ---
   uint32_t PickReplica(const pb::ChunkEntry& c, uint32_t replicas);
   // Microseconds to wait for a BatchRead before hedging, and the record of
   // one that answered.
   int64_t HedgeDelayUs(bool replicated);
   void RecordLatency(int64_t us);
+  // Whether a batch of `pieces` to `dss`, late past its hedge delay, may be
+  // hedged now (budget, and no sign that the whole machine is slow).
+  bool MayHedge(uint32_t dss, size_t pieces, int64_t now_us);
+  void NoteLate(uint32_t dss, int64_t now_us);
 
   DssPool& dss_;
   MdsClient& mds_;
@@ -91,6 +130,10 @@ class EcReader {
   size_t lat_next_ = 0;
   std::atomic<int64_t> p95_us_{0};  // 0 until enough samples
   std::atomic<int64_t> p99_us_{0};
+  // Hedge budget in thousandths of a piece: each piece read earns 50 (5 %).
+  std::atomic<int64_t> hedge_credit_{0};
+  // Per DSS: when a batch to it last ran past its hedge delay (µs, steady).
+  std::unique_ptr<std::atomic<int64_t>[]> late_at_us_;
   Counter& batch_rpcs_;
   Counter& segments_;
   Counter& coalesced_;
@@ -98,9 +141,12 @@ class EcReader {
   std::map<std::pair<uint32_t, uint32_t>, std::shared_ptr<ec::RsCodec>> codecs_;
   Counter& reconstructions_;
   Counter& degraded_bytes_;
+  Counter& degraded_batches_;
   Counter& corrupt_reported_;
   Counter& shard_bytes_;
   Counter& hedged_;
+  Counter& hedged_batches_;
+  Counter& hedges_declined_;
 };
 
 pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard);

@@ -130,6 +130,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
   c.set_base_version(base);
   c.set_client_id(client_id_);
   if (grow_size) c.set_size_at_least(index * g.chunk_size + d.ranges.max());
+  c.set_mtime_ns(st.attr.mtime_ns());  // when the bytes were written (Client::Write)
   auto attr = mds_.Call<pb::AttrReply>(pb::M_COMMIT_CHUNK, c);
   if (!attr) return attr.error();
   st.chunks[index] = fresh;

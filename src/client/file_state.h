@@ -46,12 +46,21 @@ struct FileState {
   std::map<uint64_t, pb::ChunkEntry> chunks;  // by chunk index; absent = hole
   std::map<uint64_t, DirtyChunk> dirty;       // by chunk index
   int opens = 0;                              // guarded by the client's table lock
+  // Revoked while open (changed elsewhere, maybe unlinked: then only our
+  // reference keeps it): dropped, reference and all, at the last close.
+  // Guarded by the client's table lock.
+  bool drop_at_close = false;
   // Set by a lease revocation (another client changed the file): the chunk
   // map and size must be fetched again before the next read. Atomic so the
   // revocation callback never waits for a reader or writer.
   std::atomic<bool> map_stale{false};
   // The AccessMode the last read of any handle was classified as (stats).
   std::atomic<int> last_mode{0};
+  // Write errors (Linux's errseq): each failed publication of buffered
+  // writes bumps err_seq and keeps its status; every handle reports it once
+  // at its next fsync and close. Guarded by mu.
+  uint64_t err_seq = 0;
+  Status last_error;
 };
 
 layout::EcGeometry GeometryOf(const pb::Layout& l);

@@ -1,6 +1,7 @@
 #include "common/status.h"
 
 #include <cstring>
+#include <string>
 
 namespace rustfs {
 
@@ -23,6 +24,15 @@ const char* CodeName(Code c) {
     case Code::kNameTooLong: return "NameTooLong";
     case Code::kRetry: return "Retry";
     case Code::kInternal: return "Internal";
+    case Code::kNotPermitted: return "NotPermitted";
+    case Code::kWouldBlock: return "WouldBlock";
+    case Code::kNoData: return "NoData";
+    case Code::kRange: return "Range";
+    case Code::kNotSupported: return "NotSupported";
+    case Code::kTooManyLinks: return "TooManyLinks";
+    case Code::kTooBig: return "TooBig";
+    case Code::kShortRead: return "ShortRead";
+    case Code::kInterrupted: return "Interrupted";
   }
   return "Unknown";
 }
@@ -47,8 +57,22 @@ int Status::ToErrno() const {
     case Code::kStale: return ESTALE;
     case Code::kNameTooLong: return ENAMETOOLONG;
     case Code::kRetry: return EAGAIN;
+    case Code::kNotPermitted: return EPERM;
+    case Code::kWouldBlock: return EAGAIN;
+    case Code::kNoData: return ENODATA;
+    case Code::kRange: return ERANGE;
+    case Code::kNotSupported: return EOPNOTSUPP;
+    case Code::kTooManyLinks: return EMLINK;
+    case Code::kTooBig: return EFBIG;
+    case Code::kInterrupted: return EINTR;
     default: return EIO;
   }
+}
+
+Status StatusFromWire(int code, std::string msg) {
+  if (code < 0 || code > kMaxWireCode)
+    return {Code::kInternal, "peer sent unknown status code " + std::to_string(code) + ": " + msg};
+  return {Code(code), std::move(msg)};
 }
 
 Status Status::FromErrno(int err, std::string_view what) {
@@ -59,8 +83,15 @@ Status Status::FromErrno(int err, std::string_view what) {
     case ENOSPC:
     case EDQUOT: return {Code::kNoSpace, msg};
     case EINVAL: return {Code::kInvalidArgument, msg};
-    case EACCES:
-    case EPERM: return {Code::kPermission, msg};
+    case EACCES: return {Code::kPermission, msg};
+    case EPERM: return {Code::kNotPermitted, msg};
+    case EAGAIN: return {Code::kWouldBlock, msg};
+    case ENODATA: return {Code::kNoData, msg};
+    case ERANGE: return {Code::kRange, msg};
+    case EOPNOTSUPP: return {Code::kNotSupported, msg};
+    case EMLINK: return {Code::kTooManyLinks, msg};
+    case EFBIG: return {Code::kTooBig, msg};
+    case EINTR: return {Code::kInterrupted, msg};
     case ECONNREFUSED:
     case ECONNRESET:
     case EPIPE:

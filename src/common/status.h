@@ -11,24 +11,38 @@
 
 namespace rustfs {
 
+// The numbers are part of the wire protocol (RpcHeader.code,
+// SegmentResult.code): never renumber, only append. Peers convert with
+// ToWire/StatusFromWire, never with a cast.
 enum class Code : int {
   kOk = 0,
-  kInvalidArgument,  // bad input from a caller, a config file or an RPC frame
-  kNotFound,         // ENOENT
-  kAlreadyExists,    // EEXIST
-  kNotDirectory,     // ENOTDIR
-  kIsDirectory,      // EISDIR
-  kNotEmpty,         // ENOTEMPTY
-  kNoSpace,          // ENOSPC
-  kIoError,          // EIO: disk or unexpected system error
-  kCorruption,       // checksum mismatch; data must not be returned
-  kUnavailable,      // peer down / connection lost; the caller may fail over
-  kStale,            // a version or map the caller holds is out of date
-  kPermission,       // EACCES / EPERM
-  kNameTooLong,      // ENAMETOOLONG
-  kRetry,            // not done, do it again shortly (e.g. MDS grace period)
-  kInternal,         // a bug
+  kInvalidArgument = 1,  // bad input from a caller, a config file or an RPC frame
+  kNotFound = 2,         // ENOENT
+  kAlreadyExists = 3,    // EEXIST
+  kNotDirectory = 4,     // ENOTDIR
+  kIsDirectory = 5,      // EISDIR
+  kNotEmpty = 6,         // ENOTEMPTY
+  kNoSpace = 7,          // ENOSPC
+  kIoError = 8,          // EIO: disk or unexpected system error
+  kCorruption = 9,       // checksum mismatch; data must not be returned
+  kUnavailable = 10,     // peer down / connection lost; the caller may fail over
+  kStale = 11,           // a version or map the caller holds is out of date
+  kPermission = 12,      // EACCES
+  kNameTooLong = 13,     // ENAMETOOLONG
+  kRetry = 14,           // not done, do it again shortly (e.g. MDS grace period)
+  kInternal = 15,        // a bug
+  kNotPermitted = 16,    // EPERM: the operation is not allowed on this object
+  kWouldBlock = 17,      // EAGAIN: a lock is held by someone else
+  kNoData = 18,          // ENODATA: no such extended attribute
+  kRange = 19,           // ERANGE: a name or buffer of the wrong size
+  kNotSupported = 20,    // EOPNOTSUPP
+  kTooManyLinks = 21,    // EMLINK
+  kTooBig = 22,          // EFBIG / E2BIG: a size beyond what the object can hold
+  kShortRead = 23,       // a peer returned fewer bytes than asked (not a message to match)
+  kInterrupted = 24,     // EINTR: the caller gave up waiting (a signal)
 };
+inline constexpr int kMaxWireCode = 24;
+
 
 class [[nodiscard]] Status {
  public:
@@ -57,6 +71,11 @@ inline Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
 inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+
+// A code as sent on the wire, and back. An unknown number (a newer peer)
+// is an error of its own, never a silently wrong code.
+inline int ToWire(Code c) { return int(c); }
+Status StatusFromWire(int code, std::string msg);
 
 template <class T>
 using Result = std::expected<T, Status>;

@@ -113,7 +113,7 @@ void DssService::RegisterHandlers() {
       // One failing segment (a missing or corrupt shard) fails only itself:
       // the client repairs just that piece.
       if (!seg.status.ok()) {
-        res->set_code(int(seg.status.code()));
+        res->set_code(ToWire(seg.status.code()));
         res->set_error(seg.status.message());
         continue;
       }

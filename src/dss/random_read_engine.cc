@@ -433,7 +433,7 @@ bool RandomReadEngine::Complete(Slot* s, Status* status) {
   s->bounce = nullptr;
   s->op->bytes_read = got;
   if (got < op.length) {
-    *status = IoError("short read of fd " + std::to_string(op.fd) + " at offset " +
+    *status = Status(Code::kShortRead, "short read of fd " + std::to_string(op.fd) + " at offset " +
                       std::to_string(op.offset) + ": " + std::to_string(got) + " of " +
                       std::to_string(op.length) + " bytes before end of file");
   }

@@ -109,7 +109,7 @@ class RandomReadEngine {
   // `per_op` is resized to ops.size() and gets one Status per op, and each
   // op's bytes_read is set. An op's status is:
   //   - OK: all `length` bytes are in dst (length 0 is OK and reads nothing);
-  //   - IoError whose message contains "short read": the range runs past end
+  //   - Code::kShortRead: the range runs past end
   //     of file; the bytes_read bytes (possibly 0) before EOF are in dst, and
   //     the rest of dst is unspecified (an aligned O_DIRECT read straight into
   //     dst gets the whole last block, zeros past EOF included);

@@ -46,7 +46,7 @@ Status PreadAll(int fd, void* buf, size_t len, off_t off, const std::string& wha
       if (errno == EINTR) continue;
       return Status::FromErrno(errno, "read " + what);
     }
-    if (n == 0) return IoError("short read of " + what);
+    if (n == 0) return Status(Code::kShortRead, "short read of " + what);
     p += n;
     len -= n;
     off += n;

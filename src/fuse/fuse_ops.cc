@@ -1,6 +1,9 @@
 #include "fuse/fuse_ops.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "fuse/read_batcher.h"
 #include "rustfs/ioctl.h"
@@ -34,6 +38,7 @@ void ToStat(const pb::Attr& a, struct stat* st) {
   st->st_uid = a.uid();
   st->st_gid = a.gid();
   st->st_size = a.size();
+  st->st_rdev = a.rdev();
   st->st_blksize = 4096;
   st->st_blocks = (a.size() + 511) / 512;
   st->st_atim = {a.atime_ns() / 1000000000, a.atime_ns() % 1000000000};
@@ -63,6 +68,10 @@ void Init(void* userdata, fuse_conn_info* conn) {
   conn->max_background = 128;
   conn->congestion_threshold = 96;
   if (conn->capable & FUSE_CAP_ASYNC_DIO) conn->want |= FUSE_CAP_ASYNC_DIO;
+  // Advisory locks are the MDS's (across mounts), not the kernel's (one
+  // mount only): SQLite and other databases rely on them.
+  if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want |= FUSE_CAP_POSIX_LOCKS;
+  if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want |= FUSE_CAP_FLOCK_LOCKS;
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -78,11 +87,6 @@ void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 int64_t Ns(const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
-int64_t NowNs() {
-  timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return Ns(t);
-}
 
 void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   pb::SetAttrReq r;
@@ -92,9 +96,9 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (to_set & FUSE_SET_ATTR_UID) v |= pb::SET_UID, r.set_uid(attr->st_uid);
   if (to_set & FUSE_SET_ATTR_GID) v |= pb::SET_GID, r.set_gid(attr->st_gid);
   if (to_set & FUSE_SET_ATTR_SIZE) v |= pb::SET_SIZE, r.set_size(attr->st_size);
-  if (to_set & FUSE_SET_ATTR_ATIME_NOW) v |= pb::SET_ATIME, r.set_atime_ns(NowNs());
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) v |= pb::SET_ATIME, r.set_atime_ns(RealtimeNowNs());
   else if (to_set & FUSE_SET_ATTR_ATIME) v |= pb::SET_ATIME, r.set_atime_ns(Ns(attr->st_atim));
-  if (to_set & FUSE_SET_ATTR_MTIME_NOW) v |= pb::SET_MTIME, r.set_mtime_ns(NowNs());
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) v |= pb::SET_MTIME, r.set_mtime_ns(RealtimeNowNs());
   else if (to_set & FUSE_SET_ATTR_MTIME) v |= pb::SET_MTIME, r.set_mtime_ns(Ns(attr->st_mtim));
   r.set_valid(v);
   auto a = C(req).SetAttr(r);
@@ -109,10 +113,27 @@ void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   ReplyEntry(req, C(req).Mkdir(parent, name, mode & ~ctx->umask, ctx->uid, ctx->gid));
 }
 
-void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
-  if (!S_ISREG(mode)) { fuse_reply_err(req, EPERM); return; }  // only regular files are stored
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
-  ReplyEntry(req, C(req).Create(parent, name, mode & ~ctx->umask, ctx->uid, ctx->gid, true));
+  const mode_t perm = mode & 07777 & ~ctx->umask;
+  if (S_ISREG(mode) || (mode & S_IFMT) == 0)
+    return ReplyEntry(req, C(req).Create(parent, name, perm, ctx->uid, ctx->gid, true));
+  ReplyEntry(req, C(req).Mknod(parent, name, (mode & S_IFMT) | perm, rdev, ctx->uid, ctx->gid));
+}
+
+void Symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  ReplyEntry(req, C(req).Symlink(parent, name, target, ctx->uid, ctx->gid));
+}
+
+void Readlink(fuse_req_t req, fuse_ino_t ino) {
+  auto t = C(req).ReadLink(ino);
+  if (!t) return ReplyErr(req, t.error());
+  fuse_reply_readlink(req, t->c_str());
+}
+
+void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  ReplyEntry(req, C(req).Link(ino, newparent, newname));
 }
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
@@ -183,18 +204,75 @@ void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off,
   fuse_reply_write(req, size);
 }
 
-void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  fuse_reply_err(req, C(req).Flush(FileOf(fi)).ToErrno());
+// Every close(2) of a descriptor: publish, report write errors, and drop
+// the closing process's fcntl locks (POSIX: any close releases them).
+void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Status s = C(req).Flush(FileOf(fi));
+  Status l = C(req).ReleaseLocks(ino, fi->lock_owner, /*flock=*/false);
+  fuse_reply_err(req, (s.ok() ? l : s).ToErrno());
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
-  fuse_reply_err(req, C(req).Flush(FileOf(fi)).ToErrno());
+  fuse_reply_err(req, C(req).Fsync(FileOf(fi)).ToErrno());
 }
 
-void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+// The last close of an open file description: its flock lock goes too.
+void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto* f = reinterpret_cast<std::shared_ptr<OpenFile>*>(fi->fh);
+  if (fi->flock_release) (void)C(req).ReleaseLocks(ino, fi->lock_owner, /*flock=*/true);
   Status s = C(req).Release(*f);
   delete f;
+  fuse_reply_err(req, s.ToErrno());
+}
+
+void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_file_info* fi) {
+  if (off < 0 || len <= 0) return (void)fuse_reply_err(req, EINVAL);
+  fuse_reply_err(req, C(req).Fallocate(FileOf(fi), mode, uint64_t(off), uint64_t(len)).ToErrno());
+}
+
+client::LockSpec SpecOf(const fuse_file_info* fi, const struct flock* lock) {
+  client::LockSpec l;
+  l.owner = fi->lock_owner;
+  l.pid = uint32_t(lock->l_pid);
+  l.type = lock->l_type;
+  l.start = uint64_t(lock->l_start);
+  l.end = lock->l_len == 0 ? UINT64_MAX : uint64_t(lock->l_start + lock->l_len - 1);
+  return l;
+}
+
+void GetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
+  auto r = C(req).GetLock(ino, SpecOf(fi, lock));
+  if (!r) return ReplyErr(req, r.error());
+  struct flock out = *lock;
+  out.l_type = short(r->type);
+  if (r->type != F_UNLCK) {
+    out.l_whence = SEEK_SET;
+    out.l_start = off_t(r->start);
+    out.l_len = r->end == UINT64_MAX ? 0 : off_t(r->end - r->start + 1);
+    out.l_pid = pid_t(r->pid);
+  }
+  fuse_reply_lock(req, &out);
+}
+
+void SetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
+  Status s = C(req).SetLock(ino, SpecOf(fi, lock), sleep != 0,
+                            [req] { return fuse_req_interrupted(req) != 0; });
+  fuse_reply_err(req, s.ToErrno());
+}
+
+void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  client::LockSpec l;
+  l.owner = fi->lock_owner;
+  l.pid = uint32_t(fuse_req_ctx(req)->pid);
+  l.flock = true;
+  switch (op & ~LOCK_NB) {
+    case LOCK_SH: l.type = F_RDLCK; break;
+    case LOCK_EX: l.type = F_WRLCK; break;
+    case LOCK_UN: l.type = F_UNLCK; break;
+    default: return (void)fuse_reply_err(req, EINVAL);
+  }
+  Status s = C(req).SetLock(ino, l, !(op & LOCK_NB), [req] { return fuse_req_interrupted(req) != 0; });
+  // flock says EWOULDBLOCK (== EAGAIN) for a held lock, as fcntl does.
   fuse_reply_err(req, s.ToErrno());
 }
 
@@ -286,31 +364,56 @@ void Ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* 
   fuse_reply_err(req, ENOTTY);
 }
 
+// Replies to getxattr/listxattr with `value`: its size when asked for the
+// size (size 0), ERANGE when it does not fit.
+void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) return (void)fuse_reply_xattr(req, value.size());
+  if (size < value.size()) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, value.data(), value.size());
+}
+
+// Control attributes (user.rustfs.stats, .mode, .layout) are answered here
+// and never listed, so copying a tree off the mount does not copy them;
+// every other name is the inode's own extended attribute.
 void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-  std::string json;
+  std::string value;
   if (std::strcmp(name, kStatsXattr) == 0) {
-    json = CountersToJson(C(req).Stats());
+    value = CountersToJson(C(req).Stats());
   } else if (std::strcmp(name, kModeXattr) == 0) {
-    json = C(req).ModeOf(ino);
+    value = C(req).ModeOf(ino);
   } else if (std::strcmp(name, kLayoutXattr) == 0) {
     auto a = C(req).GetAttr(ino);
-    if (!a) { ReplyErr(req, a.error()); return; }
-    json = client::LayoutSpec(a->layout());
+    if (!a) return ReplyErr(req, a.error());
+    value = client::LayoutSpec(a->layout());
   } else {
-    fuse_reply_err(req, ENODATA);
-    return;
+    auto v = C(req).GetXattr(ino, name);
+    if (!v) return ReplyErr(req, v.error());
+    value = std::move(*v);
   }
-  if (size == 0) { fuse_reply_xattr(req, json.size()); return; }
-  if (size < json.size()) { fuse_reply_err(req, ERANGE); return; }
-  fuse_reply_buf(req, json.data(), json.size());
+  ReplyXattrValue(req, value, size);
 }
 
 // user.rustfs.layout = "ec:K+M" | "replica:R" on a directory (files created
 // in it from then on) or an empty file.
 void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
-              int) {
-  if (std::strcmp(name, kLayoutXattr) != 0) { fuse_reply_err(req, ENOTSUP); return; }
-  fuse_reply_err(req, C(req).SetLayout(ino, std::string(value, size)).ToErrno());
+              int flags) {
+  if (std::strcmp(name, kLayoutXattr) == 0)
+    return (void)fuse_reply_err(req, C(req).SetLayout(ino, std::string(value, size)).ToErrno());
+  if (std::strcmp(name, kStatsXattr) == 0 || std::strcmp(name, kModeXattr) == 0)
+    return (void)fuse_reply_err(req, EPERM);  // read-only control attributes
+  fuse_reply_err(req, C(req).SetXattr(ino, name, std::string(value, size), uint32_t(flags)).ToErrno());
+}
+
+void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto names = C(req).ListXattr(ino);
+  if (!names) return ReplyErr(req, names.error());
+  std::string list;
+  for (const auto& n : *names) list.append(n).push_back('\0');
+  ReplyXattrValue(req, list, size);
+}
+
+void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  fuse_reply_err(req, C(req).RemoveXattr(ino, name).ToErrno());
 }
 
 }  // namespace
@@ -327,6 +430,9 @@ fuse_lowlevel_ops MakeOps() {
   o.setattr = SetAttr;
   o.mkdir = Mkdir;
   o.mknod = Mknod;
+  o.symlink = Symlink;
+  o.readlink = Readlink;
+  o.link = Link;
   o.create = Create;
   o.unlink = Unlink;
   o.rmdir = Rmdir;
@@ -343,6 +449,12 @@ fuse_lowlevel_ops MakeOps() {
   o.statfs = StatFs;
   o.getxattr = GetXattr;
   o.setxattr = SetXattr;
+  o.listxattr = ListXattr;
+  o.removexattr = RemoveXattr;
+  o.getlk = GetLk;
+  o.setlk = SetLk;
+  o.flock = Flock;
+  o.fallocate = Fallocate;
   o.ioctl = Ioctl;
   return o;
 }

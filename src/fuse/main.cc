@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   fuse_loop_cfg_destroy(lc);
   rustfs::fuse::UseReadBatcher(nullptr);
   batcher.reset();  // answers what is queued before the session goes
+  client->reset();  // its threads call into the session (kernel invalidations): before it goes
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -1,3 +1,7 @@
+// MdsStore: opening, helpers shared by the operation files, attributes,
+// chunk maps and the garbage queue. Namespace operations (create, link,
+// unlink, rename, orphans) are in mds_store_names.cc, extended attributes
+// in mds_store_xattr.cc.
 #include "mds/mds_store.h"
 
 #include <rocksdb/write_batch.h>
@@ -5,57 +9,14 @@
 
 #include <ctime>
 
+#include "common/clock.h"
+#include "mds/store_keys.h"
+
 namespace rustfs::mds {
 
+using namespace keys;
+
 namespace {
-
-void PutBe64(std::string& s, uint64_t v) {
-  for (int i = 7; i >= 0; i--) s.push_back(char(v >> (8 * i)));
-}
-uint64_t GetBe64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | uint8_t(p[i]);
-  return v;
-}
-std::string InodeKey(uint64_t ino) {
-  std::string k = "I";
-  PutBe64(k, ino);
-  return k;
-}
-std::string DirPrefix(uint64_t parent) {
-  std::string k = "D";
-  PutBe64(k, parent);
-  return k;
-}
-std::string DirentKey(uint64_t parent, const std::string& name) { return DirPrefix(parent) + name; }
-std::string ChunkPrefix(uint64_t ino) {
-  std::string k = "C";
-  PutBe64(k, ino);
-  return k;
-}
-std::string ChunkKey(uint64_t ino, uint64_t index) {
-  std::string k = ChunkPrefix(ino);
-  PutBe64(k, index);
-  return k;
-}
-std::string GarbageKey(uint64_t seq) {
-  std::string k = "G";
-  PutBe64(k, seq);
-  return k;
-}
-const char* kNextIno = "Mnext_ino";
-const char* kNextVersion = "Mnext_version";
-const char* kNextGarbage = "Mnext_garbage";
-
-bool IsDir(const pb::Attr& a) { return S_ISDIR(a.mode()); }
-
-Status CheckName(const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos)
-    return InvalidArgument("bad file name '" + name + "'");
-  if (name.size() > 255) return {Code::kNameTooLong, "file name longer than 255 bytes"};
-  return Status::Ok();
-}
 
 rocksdb::WriteOptions SyncWrite() {
   rocksdb::WriteOptions o;
@@ -63,13 +24,11 @@ rocksdb::WriteOptions SyncWrite() {
   return o;
 }
 
+bool IsDir(const pb::Attr& a) { return S_ISDIR(a.mode()); }
+
 }  // namespace
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t NowNs() { return RealtimeNowNs(); }
 
 Result<std::unique_ptr<MdsStore>> MdsStore::Open(const std::string& dir,
                                                  const pb::Layout& default_layout) {
@@ -86,7 +45,7 @@ Result<std::unique_ptr<MdsStore>> MdsStore::Open(const std::string& dir,
 Status MdsStore::Init(const pb::Layout& default_layout) {
   std::string v;
   if (db_->Get({}, kNextGarbage, &v).ok() && v.size() == 8) garbage_seq_ = GetBe64(v.data());
-  if (db_->Get({}, InodeKey(kRootIno), &v).ok()) return Status::Ok();
+  if (db_->Get({}, Inode(kRootIno), &v).ok()) return Status::Ok();
   created_ = true;
   pb::Attr root;
   root.set_ino(kRootIno);
@@ -99,7 +58,7 @@ Status MdsStore::Init(const pb::Layout& default_layout) {
   root.set_parent(kRootIno);
   *root.mutable_layout() = default_layout;
   rocksdb::WriteBatch wb;
-  wb.Put(InodeKey(kRootIno), root.SerializeAsString());
+  wb.Put(Inode(kRootIno), root.SerializeAsString());
   std::string next;
   PutBe64(next, kRootIno + 1);
   wb.Put(kNextIno, next);
@@ -114,7 +73,7 @@ Status MdsStore::Commit(rocksdb::WriteBatch& wb) {
 
 Result<pb::Attr> MdsStore::LoadInode(uint64_t ino) {
   std::string v;
-  rocksdb::Status s = db_->Get({}, InodeKey(ino), &v);
+  rocksdb::Status s = db_->Get({}, Inode(ino), &v);
   if (s.IsNotFound()) return Err(NotFound("inode " + std::to_string(ino)));
   if (!s.ok()) return Err(IoError(s.ToString()));
   pb::Attr a;
@@ -124,7 +83,7 @@ Result<pb::Attr> MdsStore::LoadInode(uint64_t ino) {
 
 Result<pb::Dirent> MdsStore::LoadDirent(uint64_t parent, const std::string& name) {
   std::string v;
-  rocksdb::Status s = db_->Get({}, DirentKey(parent, name), &v);
+  rocksdb::Status s = db_->Get({}, Dirent(parent, name), &v);
   if (s.IsNotFound()) return Err(NotFound("'" + name + "' in directory " + std::to_string(parent)));
   if (!s.ok()) return Err(IoError(s.ToString()));
   pb::Dirent d;
@@ -132,59 +91,82 @@ Result<pb::Dirent> MdsStore::LoadDirent(uint64_t parent, const std::string& name
   return d;
 }
 
-Result<uint64_t> MdsStore::NextCounter(const std::string& key, rocksdb::WriteBatch& wb) {
-  std::string v;
-  uint64_t cur = 1;
-  rocksdb::Status s = db_->Get({}, key, &v);
-  if (s.ok() && v.size() == 8) cur = GetBe64(v.data());
-  std::string next;
-  PutBe64(next, cur + 1);
-  wb.Put(key, next);
-  return cur;
+Result<pb::Attr> MdsStore::LoadDir(uint64_t ino) {
+  auto a = LoadInode(ino);
+  if (a && !IsDir(*a)) return Err({Code::kNotDirectory, "inode " + std::to_string(ino)});
+  return a;
 }
 
-bool MdsStore::DirIsEmpty(uint64_t ino) {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
-  std::string prefix = DirPrefix(ino);
-  it->Seek(prefix);
-  return !(it->Valid() && it->key().starts_with(prefix));
+// Inode numbers and chunk versions are handed out from memory; the store
+// keeps a ceiling, raised by kCounterReserve at a time in a synced write of
+// its own, so most operations write no counter at all and a restart starts
+// above anything handed out before it.
+Result<uint64_t> MdsStore::NextCounter(const std::string& key) {
+  CounterState& c = counters_[key];
+  if (c.ceiling == 0) {
+    std::string v;
+    c.next = db_->Get({}, key, &v).ok() && v.size() == 8 ? GetBe64(v.data()) : 1;
+    c.ceiling = c.next;
+  }
+  if (c.next >= c.ceiling) {
+    std::string raised;
+    PutBe64(raised, c.next + kCounterReserve);
+    rocksdb::WriteBatch wb;
+    wb.Put(key, raised);
+    RUSTFS_RETURN_ERR(Commit(wb));
+    c.ceiling = c.next + kCounterReserve;
+  }
+  return c.next++;
 }
+
+bool MdsStore::HasPrefix(const std::string& prefix) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
+  it->Seek(prefix);
+  return it->Valid() && it->key().starts_with(prefix);
+}
+
+bool MdsStore::DirIsEmpty(uint64_t ino) { return !HasPrefix(DirPrefix(ino)); }
 
 void MdsStore::QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb) {
   pb::Garbage g;
   g.set_ino(ino);
   *g.mutable_chunk() = c;
-  wb.Put(GarbageKey(garbage_seq_++), g.SerializeAsString());
+  g.set_not_before_ns(NowNs() + garbage_delay_ns_);
+  wb.Put(Garbage(garbage_seq_++), g.SerializeAsString());
   std::string next;
   PutBe64(next, garbage_seq_);
   wb.Put(kNextGarbage, next);
 }
 
-bool MdsStore::HasChunks(uint64_t ino) {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
-  it->Seek(ChunkPrefix(ino));
-  return it->Valid() && it->key().starts_with(ChunkPrefix(ino));
-}
-
-Status MdsStore::DropChunksFrom(uint64_t ino, uint64_t first_index, rocksdb::WriteBatch& wb) {
+Status MdsStore::DropChunks(uint64_t ino, uint64_t first_index, uint64_t end_index,
+                            rocksdb::WriteBatch& wb) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   std::string prefix = ChunkPrefix(ino);
-  for (it->Seek(ChunkKey(ino, first_index)); it->Valid() && it->key().starts_with(prefix);
+  for (it->Seek(Chunk(ino, first_index)); it->Valid() && it->key().starts_with(prefix);
        it->Next()) {
     pb::ChunkEntry c;
     if (!c.ParseFromString(it->value().ToString()))
       return Corruption("chunk record of inode " + std::to_string(ino));
+    if (c.index() >= end_index) break;
     QueueGarbage(ino, c, wb);
     wb.Delete(it->key());
   }
   return Status::Ok();
 }
 
+void MdsStore::TouchDir(pb::Attr& dir, int64_t now, int nlink_delta, rocksdb::WriteBatch& wb) {
+  dir.set_nlink(uint32_t(int64_t(dir.nlink()) + nlink_delta));
+  dir.set_mtime_ns(now);
+  dir.set_ctime_ns(now);
+  wb.Put(Inode(dir.ino()), dir.SerializeAsString());
+}
+
 Result<pb::Attr> MdsStore::Lookup(uint64_t parent, const std::string& name) {
+  // No such name can exist, but ENAMETOOLONG is what POSIX says.
+  if (name.size() > kMaxName) return Err({Code::kNameTooLong, "file name longer than 255 bytes"});
   std::lock_guard lk(mu_);
-  auto p = LoadInode(parent);
+  auto p = LoadDir(parent);
   if (!p) return p;
-  if (!IsDir(*p)) return Err({Code::kNotDirectory, "inode " + std::to_string(parent)});
   auto d = LoadDirent(parent, name);
   if (!d) return Err(d.error());
   return LoadInode(d->ino());
@@ -200,6 +182,7 @@ Result<pb::Attr> MdsStore::SetAttr(const pb::SetAttrReq& req) {
   auto a = LoadInode(req.ino());
   if (!a) return a;
   rocksdb::WriteBatch wb;
+  const int64_t now = NowNs();
   uint32_t v = req.valid();
   if (v & pb::SET_MODE) a->set_mode((a->mode() & S_IFMT) | (req.mode() & 07777));
   if (v & pb::SET_UID) a->set_uid(req.uid());
@@ -209,73 +192,45 @@ Result<pb::Attr> MdsStore::SetAttr(const pb::SetAttrReq& req) {
   if (v & pb::SET_LAYOUT) {
     // Data already placed keeps its layout, so only a directory (for files
     // created in it later) or a file with no data yet can change.
-    if (!IsDir(*a) && (a->size() != 0 || HasChunks(req.ino())))
+    if (!IsDir(*a) && (a->size() != 0 || HasPrefix(ChunkPrefix(req.ino()))))
       return Err({Code::kInvalidArgument, "layout of a file that has data cannot change"});
     *a->mutable_layout() = req.layout();
   }
   if (v & pb::SET_SIZE) {
     if (IsDir(*a)) return Err({Code::kIsDirectory, "truncate of a directory"});
-    uint64_t cs = a->layout().chunk_size();
+    if (!S_ISREG(a->mode())) return Err(InvalidArgument("truncate of a special file"));
+    const uint64_t cs = a->layout().chunk_size();
     if (req.size() < a->size()) {
-      // Chunks wholly past the new end go; the client has already zeroed
-      // the tail of the chunk the new end falls in, so a later extension
-      // reads zeros there as POSIX requires.
-      RUSTFS_RETURN_ERR(DropChunksFrom(req.ino(), (req.size() + cs - 1) / cs, wb));
+      // The client zeroed the tail of the chunk the new end falls in (so a
+      // later extension reads zeros there, as POSIX requires); that holds
+      // only if the chunk is still the version it zeroed.
+      if (req.size() % cs) {
+        std::string cv;
+        uint64_t cur = 0;
+        if (db_->Get({}, Chunk(req.ino(), req.size() / cs), &cv).ok()) {
+          pb::ChunkEntry c;
+          if (c.ParseFromString(cv)) cur = c.version();
+        }
+        if (cur != req.tail_version())
+          return Err({Code::kStale, "chunk " + std::to_string(req.size() / cs) + " is at version " +
+                                        std::to_string(cur) + ", the truncating client zeroed " +
+                                        std::to_string(req.tail_version())});
+      }
+      RUSTFS_RETURN_ERR(DropChunks(req.ino(), (req.size() + cs - 1) / cs, UINT64_MAX, wb));
     }
     a->set_size(req.size());
-    if (!(v & pb::SET_MTIME)) a->set_mtime_ns(NowNs());
+    if (!(v & pb::SET_MTIME)) a->set_mtime_ns(now);
   }
-  a->set_ctime_ns(NowNs());
-  wb.Put(InodeKey(req.ino()), a->SerializeAsString());
-  RUSTFS_RETURN_ERR(Commit(wb));
-  return a;
-}
-
-Result<pb::Attr> MdsStore::Create(const pb::CreateReq& req, bool is_dir) {
-  if (auto st = CheckName(req.name()); !st.ok()) return Err(st);
-  std::lock_guard lk(mu_);
-  auto parent = LoadInode(req.parent());
-  if (!parent) return parent;
-  if (!IsDir(*parent)) return Err({Code::kNotDirectory, "parent is not a directory"});
-  if (auto d = LoadDirent(req.parent(), req.name()); d) {
-    if (req.exclusive() || is_dir) return Err({Code::kAlreadyExists, "'" + req.name() + "' exists"});
-    return LoadInode(d->ino());
-  }
-  rocksdb::WriteBatch wb;
-  auto ino = NextCounter(kNextIno, wb);
-  if (!ino) return Err(ino.error());
-  int64_t now = NowNs();
-  pb::Attr a;
-  a.set_ino(*ino);
-  a.set_mode((is_dir ? S_IFDIR : S_IFREG) | (req.mode() & 07777));
-  a.set_uid(req.uid());
-  a.set_gid(req.gid());
-  a.set_nlink(is_dir ? 2 : 1);
-  a.set_atime_ns(now);
-  a.set_mtime_ns(now);
-  a.set_ctime_ns(now);
-  *a.mutable_layout() = parent->layout();
-  if (is_dir) {
-    a.set_parent(req.parent());
-    parent->set_nlink(parent->nlink() + 1);
-  }
-  parent->set_mtime_ns(now);
-  parent->set_ctime_ns(now);
-  pb::Dirent d;
-  d.set_ino(*ino);
-  d.set_mode(a.mode());
-  wb.Put(InodeKey(*ino), a.SerializeAsString());
-  wb.Put(InodeKey(req.parent()), parent->SerializeAsString());
-  wb.Put(DirentKey(req.parent(), req.name()), d.SerializeAsString());
+  a->set_ctime_ns(now);
+  wb.Put(Inode(req.ino()), a->SerializeAsString());
   RUSTFS_RETURN_ERR(Commit(wb));
   return a;
 }
 
 Result<pb::ReadDirReply> MdsStore::ReadDir(uint64_t ino, const std::string& after, uint32_t max) {
   std::lock_guard lk(mu_);
-  auto a = LoadInode(ino);
+  auto a = LoadDir(ino);
   if (!a) return Err(a.error());
-  if (!IsDir(*a)) return Err({Code::kNotDirectory, "inode " + std::to_string(ino)});
   pb::ReadDirReply r;
   std::string prefix = DirPrefix(ino);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
@@ -296,110 +251,11 @@ Result<pb::ReadDirReply> MdsStore::ReadDir(uint64_t ino, const std::string& afte
   return r;
 }
 
-Status MdsStore::Unlink(uint64_t parent, const std::string& name) {
-  std::lock_guard lk(mu_);
-  auto d = LoadDirent(parent, name);
-  if (!d) return d.error();
-  auto a = LoadInode(d->ino());
-  if (!a) return a.error();
-  if (IsDir(*a)) return {Code::kIsDirectory, "'" + name + "' is a directory"};
-  rocksdb::WriteBatch wb;
-  RUSTFS_RETURN_IF_ERROR(DropChunksFrom(d->ino(), 0, wb));
-  wb.Delete(InodeKey(d->ino()));
-  wb.Delete(DirentKey(parent, name));
-  if (auto p = LoadInode(parent); p) {
-    p->set_mtime_ns(NowNs());
-    p->set_ctime_ns(p->mtime_ns());
-    wb.Put(InodeKey(parent), p->SerializeAsString());
-  }
-  return Commit(wb);
-}
-
-Status MdsStore::Rmdir(uint64_t parent, const std::string& name) {
-  std::lock_guard lk(mu_);
-  auto d = LoadDirent(parent, name);
-  if (!d) return d.error();
-  auto a = LoadInode(d->ino());
-  if (!a) return a.error();
-  if (!IsDir(*a)) return {Code::kNotDirectory, "'" + name + "' is not a directory"};
-  if (!DirIsEmpty(d->ino())) return {Code::kNotEmpty, "'" + name + "' is not empty"};
-  rocksdb::WriteBatch wb;
-  wb.Delete(InodeKey(d->ino()));
-  wb.Delete(DirentKey(parent, name));
-  auto p = LoadInode(parent);
-  if (!p) return p.error();
-  p->set_nlink(p->nlink() - 1);
-  p->set_mtime_ns(NowNs());
-  p->set_ctime_ns(p->mtime_ns());
-  wb.Put(InodeKey(parent), p->SerializeAsString());
-  return Commit(wb);
-}
-
-Status MdsStore::Rename(const pb::RenameReq& req) {
-  RUSTFS_RETURN_IF_ERROR(CheckName(req.new_name()));
-  constexpr uint32_t kNoReplace = 1;  // RENAME_NOREPLACE
-  if (req.flags() & ~kNoReplace) return InvalidArgument("rename flags not supported");
-  std::lock_guard lk(mu_);
-  auto src = LoadDirent(req.parent(), req.name());
-  if (!src) return src.error();
-  auto src_attr = LoadInode(src->ino());
-  if (!src_attr) return src_attr.error();
-  auto np = LoadInode(req.new_parent());
-  if (!np) return np.error();
-  if (!IsDir(*np)) return {Code::kNotDirectory, "rename target parent is not a directory"};
-  bool src_dir = IsDir(*src_attr);
-  if (src_dir) {
-    // Moving a directory under itself would detach a cycle from the tree.
-    for (uint64_t cur = req.new_parent();; ) {
-      if (cur == src->ino()) return InvalidArgument("cannot move a directory into itself");
-      if (cur == kRootIno) break;
-      auto c = LoadInode(cur);
-      if (!c) return c.error();
-      cur = c->parent();
-    }
-  }
-  rocksdb::WriteBatch wb;
-  auto dst = LoadDirent(req.new_parent(), req.new_name());
-  if (dst) {
-    if (dst->ino() == src->ino()) return Status::Ok();
-    if (req.flags() & kNoReplace) return {Code::kAlreadyExists, "'" + req.new_name() + "' exists"};
-    auto dst_attr = LoadInode(dst->ino());
-    if (!dst_attr) return dst_attr.error();
-    if (IsDir(*dst_attr)) {
-      if (!src_dir) return {Code::kIsDirectory, "'" + req.new_name() + "' is a directory"};
-      if (!DirIsEmpty(dst->ino())) return {Code::kNotEmpty, "'" + req.new_name() + "' not empty"};
-      np->set_nlink(np->nlink() - 1);
-    } else {
-      if (src_dir) return {Code::kNotDirectory, "'" + req.new_name() + "' is not a directory"};
-      RUSTFS_RETURN_IF_ERROR(DropChunksFrom(dst->ino(), 0, wb));
-    }
-    wb.Delete(InodeKey(dst->ino()));
-  }
-  int64_t now = NowNs();
-  wb.Delete(DirentKey(req.parent(), req.name()));
-  wb.Put(DirentKey(req.new_parent(), req.new_name()), src->SerializeAsString());
-  src_attr->set_ctime_ns(now);
-  if (src_dir && req.parent() != req.new_parent()) {
-    src_attr->set_parent(req.new_parent());
-    np->set_nlink(np->nlink() + 1);
-  }
-  wb.Put(InodeKey(src->ino()), src_attr->SerializeAsString());
-  np->set_mtime_ns(now);
-  np->set_ctime_ns(now);
-  if (req.parent() != req.new_parent()) {
-    auto op = LoadInode(req.parent());
-    if (!op) return op.error();
-    if (src_dir) op->set_nlink(op->nlink() - 1);
-    op->set_mtime_ns(now);
-    op->set_ctime_ns(now);
-    wb.Put(InodeKey(req.parent()), op->SerializeAsString());
-  }
-  wb.Put(InodeKey(req.new_parent()), np->SerializeAsString());
-  return Commit(wb);
-}
-
+// Inode numbers handed out so far (an upper bound of the files there are).
 uint64_t MdsStore::FileCount() {
   std::lock_guard lk(mu_);
+  if (auto it = counters_.find(kNextIno); it != counters_.end() && it->second.ceiling != 0)
+    return it->second.next - 1;
   std::string v;
   if (db_->Get({}, kNextIno, &v).ok() && v.size() == 8) return GetBe64(v.data()) - 1;
   return 1;
@@ -414,12 +270,13 @@ Result<pb::GetChunkMapReply> MdsStore::GetChunkMap(uint64_t ino, uint64_t offset
   pb::GetChunkMapReply r;
   *r.mutable_attr() = *a;
   uint64_t cs = a->layout().chunk_size();
+  if (cs == 0) return r;  // a special file: no data
   uint64_t first = offset / cs;
   // length 0, or a range running past 2^64, means "to the end of the file".
   uint64_t last = (length == 0 || offset + length < offset) ? UINT64_MAX : (offset + length - 1) / cs;
   std::string prefix = ChunkPrefix(ino);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
-  for (it->Seek(ChunkKey(ino, first)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+  for (it->Seek(Chunk(ino, first)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     pb::ChunkEntry c;
     if (!c.ParseFromString(it->value().ToString()))
       return Err(Corruption("chunk record of inode " + std::to_string(ino)));
@@ -434,9 +291,10 @@ Result<pb::AllocateChunkReply> MdsStore::AllocateChunk(uint64_t ino, uint64_t in
   std::lock_guard lk(mu_);
   auto a = LoadInode(ino);
   if (!a) return Err(a.error());
+  if (!S_ISREG(a->mode())) return Err(InvalidArgument("data for a file that is not regular"));
   pb::AllocateChunkReply r;
   std::string v;
-  if (db_->Get({}, ChunkKey(ino, index), &v).ok()) {
+  if (db_->Get({}, Chunk(ino, index), &v).ok()) {
     pb::ChunkEntry cur;
     cur.ParseFromString(v);
     r.set_base_version(cur.version());
@@ -444,10 +302,8 @@ Result<pb::AllocateChunkReply> MdsStore::AllocateChunk(uint64_t ino, uint64_t in
   } else {
     for (uint32_t d : placement) r.mutable_chunk()->add_dss(d);
   }
-  rocksdb::WriteBatch wb;
-  auto ver = NextCounter(kNextVersion, wb);
+  auto ver = NextCounter(kNextVersion);
   if (!ver) return Err(ver.error());
-  RUSTFS_RETURN_ERR(Commit(wb));
   r.mutable_chunk()->set_index(index);
   r.mutable_chunk()->set_version(*ver);
   return r;
@@ -466,7 +322,7 @@ Result<pb::Attr> MdsStore::CommitChunk(const pb::CommitChunkReq& req) {
   std::string v;
   uint64_t cur_version = 0;
   pb::ChunkEntry cur;
-  if (db_->Get({}, ChunkKey(req.ino(), req.chunk().index()), &v).ok()) {
+  if (db_->Get({}, Chunk(req.ino(), req.chunk().index()), &v).ok()) {
     cur.ParseFromString(v);
     cur_version = cur.version();
   }
@@ -475,22 +331,41 @@ Result<pb::Attr> MdsStore::CommitChunk(const pb::CommitChunkReq& req) {
                                   std::to_string(cur_version) + ", writer read " +
                                   std::to_string(req.base_version())});
   if (cur_version != 0) QueueGarbage(req.ino(), cur, wb);
-  wb.Put(ChunkKey(req.ino(), req.chunk().index()), req.chunk().SerializeAsString());
+  wb.Put(Chunk(req.ino(), req.chunk().index()), req.chunk().SerializeAsString());
   if (req.size_at_least() > a->size()) a->set_size(req.size_at_least());
   a->set_mtime_ns(req.mtime_ns() ? req.mtime_ns() : NowNs());
   a->set_ctime_ns(a->mtime_ns());
-  wb.Put(InodeKey(req.ino()), a->SerializeAsString());
+  wb.Put(Inode(req.ino()), a->SerializeAsString());
   RUSTFS_RETURN_ERR(Commit(wb));
   return a;
 }
 
-std::vector<std::pair<std::string, pb::Garbage>> MdsStore::PeekGarbage(size_t max) {
+Result<pb::Attr> MdsStore::Punch(const pb::PunchReq& req) {
+  std::lock_guard lk(mu_);
+  auto a = LoadInode(req.ino());
+  if (!a) return a;
+  if (!S_ISREG(a->mode())) return Err(InvalidArgument("punch of a file that is not regular"));
+  rocksdb::WriteBatch wb;
+  const uint64_t end = req.first_index() + req.count() < req.first_index()
+                           ? UINT64_MAX : req.first_index() + req.count();
+  RUSTFS_RETURN_ERR(DropChunks(req.ino(), req.first_index(), end, wb));
+  const int64_t now = NowNs();
+  a->set_mtime_ns(now);
+  a->set_ctime_ns(now);
+  wb.Put(Inode(req.ino()), a->SerializeAsString());
+  RUSTFS_RETURN_ERR(Commit(wb));
+  return a;
+}
+
+std::vector<std::pair<std::string, pb::Garbage>> MdsStore::PeekGarbage(size_t max, int64_t now_ns) {
   std::lock_guard lk(mu_);
   std::vector<std::pair<std::string, pb::Garbage>> out;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   for (it->Seek("G"); it->Valid() && it->key().starts_with("G") && out.size() < max; it->Next()) {
     pb::Garbage g;
     g.ParseFromString(it->value().ToString());
+    // Queued in time order: the first one not yet due ends the walk.
+    if (g.not_before_ns() > now_ns) break;
     out.emplace_back(it->key().ToString(), std::move(g));
   }
   return out;

@@ -209,7 +209,7 @@ Result<RpcReply> TcpCall::Wait() {
   pb::RpcHeader hdr;
   if (!hdr.ParseFromString(hdr_bytes) || hdr.id() != id_) return fail("mismatched reply");
   channel_->Checkin(fd);
-  if (hdr.code() != 0) return Err(Status(Code(hdr.code()), hdr.error()));
+  if (hdr.code() != 0) return Err(StatusFromWire(hdr.code(), hdr.error()));
   reply.body = std::move(*hdr.mutable_body());
   return reply;
 }

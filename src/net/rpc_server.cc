@@ -62,7 +62,7 @@ struct RpcServer::Impl {
     }
     if (!st.ok()) {
       reply = {};
-      rep_hdr.set_code(int(st.code()));
+      rep_hdr.set_code(ToWire(st.code()));
       rep_hdr.set_error(st.message());
     } else {
       rep_hdr.set_body(std::move(reply.body));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -65,11 +66,11 @@ class MdsStoreTest : public ::testing::Test {
     pb::CreateReq r;
     r.set_parent(parent);
     r.set_name(name);
-    r.set_mode(is_dir ? 0755 : 0644);
+    r.set_mode(is_dir ? S_IFDIR | 0755 : 0644);
     r.set_uid(1000);
     r.set_gid(100);
     r.set_exclusive(exclusive);
-    return store_->Create(r, is_dir);
+    return store_->Create(r);
   }
   uint64_t MustMake(uint64_t parent, const std::string& name, bool is_dir) {
     auto a = Make(parent, name, is_dir);
@@ -89,7 +90,20 @@ class MdsStoreTest : public ::testing::Test {
     r.set_new_parent(new_parent);
     r.set_new_name(new_name);
     r.set_flags(flags);
-    return store_->Rename(r);
+    auto u = store_->Rename(r);
+    return u ? Status::Ok() : u.error();
+  }
+  Status Unlink(uint64_t parent, const std::string& name) {
+    auto u = store_->Unlink(parent, name);
+    return u ? Status::Ok() : u.error();
+  }
+  Status Rmdir(uint64_t parent, const std::string& name) {
+    auto u = store_->Rmdir(parent, name);
+    return u ? Status::Ok() : u.error();
+  }
+  // Garbage due at any time from now on.
+  std::vector<std::pair<std::string, pb::Garbage>> Garbage(size_t max) {
+    return store_->PeekGarbage(max, INT64_MAX);
   }
   // Allocates and commits a new version of chunk `index`; returns the version.
   uint64_t WriteChunk(uint64_t ino, uint64_t index, uint64_t size_at_least = 0) {
@@ -189,6 +203,7 @@ TEST_F(MdsStoreTest, BadNamesRefused) {
   const std::string too_long(256, 'x');
   EXPECT_EQ(Make(kRootIno, too_long, false).error().code(), Code::kNameTooLong);
   EXPECT_EQ(Make(kRootIno, too_long, true).error().code(), Code::kNameTooLong);
+  EXPECT_EQ(store_->Lookup(kRootIno, too_long).error().code(), Code::kNameTooLong);
   EXPECT_TRUE(ListAll(kRootIno).empty());
   // 255 bytes is the limit and is fine.
   EXPECT_TRUE(Make(kRootIno, std::string(255, 'x'), false).has_value());
@@ -260,21 +275,22 @@ TEST_F(MdsStoreTest, MkdirRmdirNlink) {
   EXPECT_EQ(store_->GetAttr(b)->parent(), kRootIno);
 
   // rmdir: non-empty, file, missing.
-  EXPECT_EQ(store_->Rmdir(kRootIno, "a").code(), Code::kNotEmpty);
-  EXPECT_EQ(store_->Rmdir(a, "file").code(), Code::kNotDirectory);
-  EXPECT_EQ(store_->Rmdir(a, "missing").code(), Code::kNotFound);
+  EXPECT_EQ(Rmdir(kRootIno, "a").code(), Code::kNotEmpty);
+  EXPECT_EQ(Rmdir(a, "file").code(), Code::kNotDirectory);
+  EXPECT_EQ(Rmdir(a, "missing").code(), Code::kNotFound);
   // unlink of a directory is refused.
-  EXPECT_EQ(store_->Unlink(a, "sub").code(), Code::kIsDirectory);
-  EXPECT_EQ(store_->Unlink(a, "missing").code(), Code::kNotFound);
+  EXPECT_EQ(Unlink(a, "sub").code(), Code::kIsDirectory);
+  EXPECT_EQ(Unlink(a, "missing").code(), Code::kNotFound);
 
-  ASSERT_TRUE(store_->Rmdir(a, "sub").ok());
+  ASSERT_TRUE(Rmdir(a, "sub").ok());
   EXPECT_EQ(Nlink(a), 2u);
-  ASSERT_TRUE(store_->Unlink(a, "file").ok());
+  ASSERT_TRUE(Unlink(a, "file").ok());
   EXPECT_EQ(store_->Lookup(a, "file").error().code(), Code::kNotFound);
-  ASSERT_TRUE(store_->Rmdir(kRootIno, "a").ok());
+  EXPECT_EQ(ListAll(a), std::vector<std::string>{});
+  ASSERT_TRUE(Rmdir(kRootIno, "a").ok());
   EXPECT_EQ(Nlink(kRootIno), 3u);
   EXPECT_EQ(store_->GetAttr(a).error().code(), Code::kNotFound);
-  ASSERT_TRUE(store_->Rmdir(kRootIno, "b").ok());
+  ASSERT_TRUE(Rmdir(kRootIno, "b").ok());
   EXPECT_EQ(Nlink(kRootIno), 2u);
   EXPECT_TRUE(ListAll(kRootIno).empty());
 }
@@ -282,10 +298,21 @@ TEST_F(MdsStoreTest, MkdirRmdirNlink) {
 TEST_F(MdsStoreTest, UnlinkQueuesChunksAsGarbage) {
   uint64_t f = MustMake(kRootIno, "f", false);
   for (uint64_t i = 0; i < 5; i++) WriteChunk(f, i, (i + 1) * kChunk);
-  EXPECT_TRUE(store_->PeekGarbage(100).empty());
-  ASSERT_TRUE(store_->Unlink(kRootIno, "f").ok());
+  EXPECT_TRUE(Garbage(100).empty());
+  ASSERT_TRUE(Unlink(kRootIno, "f").ok());
+  // Its last name is gone, but it lives on as an orphan (open handles)...
+  EXPECT_EQ(store_->Lookup(kRootIno, "f").error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->GetAttr(f)->nlink(), 0u);
+  EXPECT_EQ(ChunkIndexes(f).size(), 5u);
+  EXPECT_TRUE(store_->IsOrphan(f));
+  EXPECT_EQ(store_->Orphans(), std::vector<uint64_t>{f});
+  EXPECT_TRUE(Garbage(100).empty());
+  // ...until it is collected.
+  ASSERT_TRUE(store_->CollectOrphan(f).ok());
   EXPECT_EQ(store_->GetAttr(f).error().code(), Code::kNotFound);
-  auto g = store_->PeekGarbage(100);
+  EXPECT_FALSE(store_->IsOrphan(f));
+  EXPECT_TRUE(store_->Orphans().empty());
+  auto g = Garbage(100);
   ASSERT_EQ(g.size(), 5u);
   std::set<uint64_t> idx;
   for (auto& [k, v] : g) {
@@ -293,9 +320,9 @@ TEST_F(MdsStoreTest, UnlinkQueuesChunksAsGarbage) {
     idx.insert(v.chunk().index());
   }
   EXPECT_EQ(idx, (std::set<uint64_t>{0, 1, 2, 3, 4}));
-  EXPECT_EQ(store_->PeekGarbage(2).size(), 2u);
+  EXPECT_EQ(Garbage(2).size(), 2u);
   ASSERT_TRUE(store_->DropGarbage(g[0].first).ok());
-  EXPECT_EQ(store_->PeekGarbage(100).size(), 4u);
+  EXPECT_EQ(Garbage(100).size(), 4u);
 }
 
 TEST_F(MdsStoreTest, RenameSameDirAndAcrossDirs) {
@@ -350,14 +377,17 @@ TEST_F(MdsStoreTest, RenameReplacesFile) {
   EXPECT_EQ(Rename(kRootIno, "src", kRootIno, "dst", 1).code(), Code::kAlreadyExists);
   EXPECT_EQ(store_->Lookup(kRootIno, "dst")->ino(), dst);
   EXPECT_EQ(store_->Lookup(kRootIno, "src")->ino(), src);
-  EXPECT_TRUE(store_->PeekGarbage(10).empty());
+  EXPECT_TRUE(Garbage(10).empty());
 
   ASSERT_TRUE(Rename(kRootIno, "src", kRootIno, "dst").ok());
   EXPECT_EQ(store_->Lookup(kRootIno, "dst")->ino(), src);
   EXPECT_EQ(store_->Lookup(kRootIno, "src").error().code(), Code::kNotFound);
+  EXPECT_TRUE(store_->IsOrphan(dst));  // replaced: nameless, kept for open handles
+  EXPECT_TRUE(Garbage(10).empty());
+  ASSERT_TRUE(store_->CollectOrphan(dst).ok());
   EXPECT_EQ(store_->GetAttr(dst).error().code(), Code::kNotFound);
   EXPECT_EQ(ChunkIndexes(src), std::vector<uint64_t>{1});
-  auto g = store_->PeekGarbage(10);
+  auto g = Garbage(10);
   ASSERT_EQ(g.size(), 2u);  // dst's two chunks
   for (auto& [k, v] : g) EXPECT_EQ(v.ino(), dst);
   EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"dst"});
@@ -367,7 +397,8 @@ TEST_F(MdsStoreTest, RenameReplacesFile) {
   uint64_t t = MustMake(d, "t", false);
   ASSERT_TRUE(Rename(kRootIno, "dst", d, "t").ok());
   EXPECT_EQ(store_->Lookup(d, "t")->ino(), src);
-  EXPECT_EQ(store_->GetAttr(t).error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->GetAttr(t)->nlink(), 0u);
+  EXPECT_TRUE(store_->IsOrphan(t));
   EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"d"});
 }
 
@@ -417,19 +448,26 @@ TEST_F(MdsStoreTest, RenameDirectoryRules) {
 
 TEST_F(MdsStoreTest, SetAttrShrinkDropsChunksBeyondEnd) {
   uint64_t f = MustMake(kRootIno, "f", false);
-  for (uint64_t i = 0; i < 10; i++) WriteChunk(f, i, (i + 1) * kChunk);
+  std::vector<uint64_t> versions;
+  for (uint64_t i = 0; i < 10; i++) versions.push_back(WriteChunk(f, i, (i + 1) * kChunk));
   EXPECT_EQ(store_->GetAttr(f)->size(), 10 * kChunk);
-  ASSERT_TRUE(store_->PeekGarbage(100).empty());
+  ASSERT_TRUE(Garbage(100).empty());
 
   pb::SetAttrReq r;
   r.set_ino(f);
   r.set_valid(pb::SET_SIZE);
   r.set_size(3 * kChunk + 5);  // chunk 3 keeps its head
+  // The client must have zeroed chunk 3's tail in its current version.
+  r.set_tail_version(versions[3] - 1);
+  EXPECT_EQ(store_->SetAttr(r).error().code(), Code::kStale);
+  EXPECT_EQ(store_->GetAttr(f)->size(), 10 * kChunk);
+  EXPECT_EQ(ChunkIndexes(f).size(), 10u);
+  r.set_tail_version(versions[3]);
   auto a = store_->SetAttr(r);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->size(), 3 * kChunk + 5);
   EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2, 3}));
-  auto g = store_->PeekGarbage(100);
+  auto g = Garbage(100);
   ASSERT_EQ(g.size(), 6u);
   std::set<uint64_t> idx;
   for (auto& [k, v] : g) idx.insert(v.chunk().index());
@@ -439,20 +477,20 @@ TEST_F(MdsStoreTest, SetAttrShrinkDropsChunksBeyondEnd) {
   r.set_size(3 * kChunk);
   ASSERT_TRUE(store_->SetAttr(r).has_value());
   EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2}));
-  EXPECT_EQ(store_->PeekGarbage(100).size(), 7u);
+  EXPECT_EQ(Garbage(100).size(), 7u);
 
   // Growing drops nothing.
   r.set_size(20 * kChunk);
   ASSERT_TRUE(store_->SetAttr(r).has_value());
   EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 1, 2}));
   EXPECT_EQ(store_->GetAttr(f)->size(), 20 * kChunk);
-  EXPECT_EQ(store_->PeekGarbage(100).size(), 7u);
+  EXPECT_EQ(Garbage(100).size(), 7u);
 
   // To zero: everything goes.
   r.set_size(0);
   ASSERT_TRUE(store_->SetAttr(r).has_value());
   EXPECT_TRUE(ChunkIndexes(f).empty());
-  EXPECT_EQ(store_->PeekGarbage(100).size(), 10u);
+  EXPECT_EQ(Garbage(100).size(), 10u);
 
   // Truncating a directory is refused; mode keeps the type bits.
   pb::SetAttrReq dr;
@@ -517,7 +555,7 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   auto r2 = store_->CommitChunk(c2);
   ASSERT_TRUE(r2.has_value());
   EXPECT_EQ(r2->size(), 2 * kChunk + 10);
-  auto g = store_->PeekGarbage(10);
+  auto g = Garbage(10);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].second.ino(), f);
   EXPECT_EQ(g[0].second.chunk().index(), 2u);
@@ -537,7 +575,7 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   ASSERT_EQ(m->chunks_size(), 1);
   EXPECT_EQ(m->chunks(0).version(), a2->chunk().version());
   EXPECT_EQ(m->attr().size(), 2 * kChunk + 10);
-  EXPECT_EQ(store_->PeekGarbage(10).size(), 1u);
+  EXPECT_EQ(Garbage(10).size(), 1u);
 
   // A non-zero base for a chunk that does not exist is stale too.
   auto a4 = store_->AllocateChunk(f, 7, {1});
@@ -549,11 +587,12 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   EXPECT_EQ(store_->CommitChunk(c4).error().code(), Code::kStale);
 
   // Commit to a removed file: NotFound, and the new shards become garbage.
-  ASSERT_TRUE(store_->Unlink(kRootIno, "f").ok());
-  size_t before = store_->PeekGarbage(100).size();
+  ASSERT_TRUE(Unlink(kRootIno, "f").ok());
+  ASSERT_TRUE(store_->CollectOrphan(f).ok());
+  size_t before = Garbage(100).size();
   c4.set_base_version(0);
   EXPECT_EQ(store_->CommitChunk(c4).error().code(), Code::kNotFound);
-  EXPECT_EQ(store_->PeekGarbage(100).size(), before + 1);
+  EXPECT_EQ(Garbage(100).size(), before + 1);
   EXPECT_EQ(store_->AllocateChunk(f, 0, {1}).error().code(), Code::kNotFound);
 }
 
@@ -623,7 +662,7 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
   uint64_t v0 = WriteChunk(f, 0, 10);
   uint64_t v5 = WriteChunk(f, 5, 5 * kChunk + 77);
   WriteChunk(f, 5);  // queues v5 as garbage
-  ASSERT_EQ(store_->PeekGarbage(10).size(), 1u);
+  ASSERT_EQ(Garbage(10).size(), 1u);
   auto before = store_->GetAttr(f);
   ASSERT_TRUE(before.has_value());
   std::set<uint64_t> inos{kRootIno, d, f};
@@ -648,7 +687,7 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
   ASSERT_EQ(m->chunks_size(), 2);
   EXPECT_EQ(m->chunks(0).version(), v0);
   EXPECT_GT(m->chunks(1).version(), v5);
-  auto g = store_->PeekGarbage(10);
+  auto g = Garbage(10);
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].second.chunk().version(), v5);
 
@@ -665,7 +704,7 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
   *c.mutable_chunk() = a->chunk();
   c.set_base_version(a->base_version());
   ASSERT_TRUE(store_->CommitChunk(c).has_value());
-  g = store_->PeekGarbage(10);
+  g = Garbage(10);
   ASSERT_EQ(g.size(), 2u);  // v5's entry was not overwritten
   EXPECT_NE(g[0].first, g[1].first);
   std::set<uint64_t> versions{g[0].second.chunk().version(), g[1].second.chunk().version()};
@@ -677,6 +716,194 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
   EXPECT_EQ(ListAll(kRootIno), std::vector<std::string>{"d"});
   EXPECT_EQ(ListAll(d).size(), 6u);
   EXPECT_EQ(store_->GetAttr(kRootIno)->nlink(), 3u);
+}
+
+TEST_F(MdsStoreTest, HardLinksCountNamesAndOrphanAtTheLast) {
+  uint64_t d = MustMake(kRootIno, "d", true);
+  uint64_t f = MustMake(kRootIno, "f", false);
+  WriteChunk(f, 0, 100);
+  auto link = [&](uint64_t ino, uint64_t parent, const std::string& name) {
+    pb::LinkReq r;
+    r.set_ino(ino);
+    r.set_new_parent(parent);
+    r.set_new_name(name);
+    return store_->Link(r);
+  };
+  auto a = link(f, d, "g");
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  EXPECT_EQ(a->nlink(), 2u);
+  EXPECT_EQ(store_->Lookup(d, "g")->ino(), f);
+  EXPECT_EQ(Nlink(d), 2u);  // a file's name adds no link to its directory
+  EXPECT_EQ(link(f, d, "g").error().code(), Code::kAlreadyExists);
+  EXPECT_EQ(link(d, kRootIno, "dlink").error().code(), Code::kNotPermitted);
+  EXPECT_EQ(link(f, f, "x").error().code(), Code::kNotDirectory);
+  EXPECT_EQ(link(f, kRootIno, "").error().code(), Code::kInvalidArgument);
+
+  // Renaming one name over the other (same inode) changes nothing.
+  ASSERT_TRUE(Rename(kRootIno, "f", d, "g").ok());
+  EXPECT_EQ(Nlink(f), 2u);
+  EXPECT_TRUE(store_->Lookup(kRootIno, "f").has_value());
+
+  ASSERT_TRUE(Unlink(kRootIno, "f").ok());
+  EXPECT_EQ(Nlink(f), 1u);
+  EXPECT_FALSE(store_->IsOrphan(f));
+  EXPECT_EQ(ChunkIndexes(f).size(), 1u);
+  // A file replaced by rename loses only that name.
+  ASSERT_TRUE(link(f, kRootIno, "again").has_value());
+  MustMake(kRootIno, "other", false);
+  ASSERT_TRUE(Rename(kRootIno, "other", kRootIno, "again").ok());
+  EXPECT_EQ(Nlink(f), 1u);
+  EXPECT_FALSE(store_->IsOrphan(f));
+  ASSERT_TRUE(Unlink(d, "g").ok());
+  EXPECT_EQ(Nlink(f), 0u);
+  EXPECT_TRUE(store_->IsOrphan(f));
+  // A nameless inode gets no new name.
+  EXPECT_EQ(link(f, kRootIno, "back").error().code(), Code::kNotFound);
+  // Survives a restart as an orphan, then goes.
+  Reopen();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(store_->Orphans(), std::vector<uint64_t>{f});
+  ASSERT_TRUE(store_->CollectOrphan(f).ok());
+  EXPECT_EQ(store_->GetAttr(f).error().code(), Code::kNotFound);
+  EXPECT_EQ(Garbage(10).size(), 1u);
+  // Collecting what is not an orphan does nothing.
+  uint64_t live = MustMake(kRootIno, "live", false);
+  ASSERT_TRUE(store_->CollectOrphan(live).ok());
+  EXPECT_TRUE(store_->GetAttr(live).has_value());
+}
+
+TEST_F(MdsStoreTest, SymlinksAndSpecialFiles) {
+  pb::CreateReq r;
+  r.set_parent(kRootIno);
+  r.set_name("ln");
+  r.set_mode(S_IFLNK);
+  r.set_symlink("some/target");
+  auto l = store_->Create(r);
+  ASSERT_TRUE(l.has_value()) << l.error().ToString();
+  EXPECT_TRUE(S_ISLNK(l->mode()));
+  EXPECT_EQ(l->mode() & 07777, 0777u);
+  EXPECT_EQ(l->symlink(), "some/target");
+  EXPECT_EQ(l->size(), 11u);
+  EXPECT_EQ(store_->Lookup(kRootIno, "ln")->symlink(), "some/target");
+  r.set_name("empty");
+  r.set_symlink("");
+  EXPECT_EQ(store_->Create(r).error().code(), Code::kNotFound);
+  r.set_name("long");
+  r.set_symlink(std::string(4096, 'x'));
+  EXPECT_EQ(store_->Create(r).error().code(), Code::kNameTooLong);
+  r.set_name("ln");
+  r.set_symlink("x");
+  r.set_exclusive(false);
+  EXPECT_EQ(store_->Create(r).error().code(), Code::kAlreadyExists);  // never "opens" a symlink
+
+  for (uint32_t type : {uint32_t(S_IFIFO), uint32_t(S_IFSOCK), uint32_t(S_IFCHR), uint32_t(S_IFBLK)}) {
+    pb::CreateReq n;
+    n.set_parent(kRootIno);
+    n.set_name(Name("node", type));
+    n.set_mode(type | 0640);
+    n.set_rdev(0x0801);
+    auto a = store_->Create(n);
+    ASSERT_TRUE(a.has_value()) << a.error().ToString();
+    EXPECT_EQ(a->mode(), type | 0640);
+    EXPECT_EQ(a->rdev(), (type == S_IFCHR || type == S_IFBLK) ? 0x0801u : 0u);
+    // No data: a chunk map with no chunks, and no chunk can be allocated.
+    EXPECT_EQ(store_->GetChunkMap(a->ino(), 0, 0)->chunks_size(), 0);
+    EXPECT_EQ(store_->AllocateChunk(a->ino(), 0, {1}).error().code(), Code::kInvalidArgument);
+  }
+  pb::CreateReq bad;
+  bad.set_parent(kRootIno);
+  bad.set_name("bad");
+  bad.set_mode(0170000);
+  EXPECT_EQ(store_->Create(bad).error().code(), Code::kInvalidArgument);
+}
+
+TEST_F(MdsStoreTest, SetgidDirectoryPassesGroupDown) {
+  pb::SetAttrReq sg;
+  uint64_t d = MustMake(kRootIno, "sg", true);
+  sg.set_ino(d);
+  sg.set_valid(pb::SET_MODE | pb::SET_GID);
+  sg.set_mode(02775);
+  sg.set_gid(4242);
+  ASSERT_TRUE(store_->SetAttr(sg).has_value());
+  auto f = Make(d, "f", false);  // creator's gid is 100
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->gid(), 4242u);
+  EXPECT_EQ(f->mode() & 07777, 0644u);
+  auto sub = Make(d, "sub", true);
+  ASSERT_TRUE(sub.has_value());
+  EXPECT_EQ(sub->gid(), 4242u);
+  EXPECT_EQ(sub->mode() & 07777, 02755u);  // directories inherit the bit
+  auto plain = Make(kRootIno, "plain", false);
+  EXPECT_EQ(plain->gid(), 100u);
+}
+
+TEST_F(MdsStoreTest, ExtendedAttributes) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  auto set = [&](const std::string& name, const std::string& value, uint32_t flags = 0) {
+    pb::XattrReq r;
+    r.set_ino(f);
+    r.set_name(name);
+    r.set_value(value);
+    r.set_flags(flags);
+    return store_->SetXattr(r);
+  };
+  EXPECT_EQ(store_->GetXattr(f, "user.a").error().code(), Code::kNoData);
+  ASSERT_TRUE(set("user.a", "one").has_value());
+  auto a = set("user.b", std::string("\0bin\xff", 5));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->xattrs(), 2u);
+  EXPECT_EQ(*store_->GetXattr(f, "user.a"), "one");
+  EXPECT_EQ(store_->GetXattr(f, "user.b")->size(), 5u);
+  EXPECT_EQ(set("user.a", "x", XATTR_CREATE).error().code(), Code::kAlreadyExists);
+  EXPECT_EQ(set("user.c", "x", XATTR_REPLACE).error().code(), Code::kNoData);
+  EXPECT_EQ(set("user.a", "two", XATTR_REPLACE)->xattrs(), 2u);
+  EXPECT_EQ(*store_->GetXattr(f, "user.a"), "two");
+  EXPECT_EQ(*store_->ListXattr(f), (std::vector<std::string>{"user.a", "user.b"}));
+  EXPECT_EQ(set("system.posix_acl_access", "x").error().code(), Code::kNotSupported);
+  EXPECT_EQ(set("user." + std::string(251, 'n'), "x").error().code(), Code::kRange);
+  EXPECT_EQ(set("user.big", std::string(kMaxXattrValue + 1, 'v')).error().code(), Code::kTooBig);
+  EXPECT_TRUE(set("user.max", std::string(kMaxXattrValue, 'v')).has_value());
+  EXPECT_TRUE(set("trusted.t", "t").has_value());
+  auto r = store_->RemoveXattr(f, "user.a");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->xattrs(), 3u);
+  EXPECT_EQ(store_->RemoveXattr(f, "user.a").error().code(), Code::kNoData);
+  // Another inode's attributes are its own.
+  uint64_t g = MustMake(kRootIno, "g", false);
+  EXPECT_TRUE(store_->ListXattr(g)->empty());
+  // They go with the inode.
+  ASSERT_TRUE(Unlink(kRootIno, "f").ok());
+  ASSERT_TRUE(store_->CollectOrphan(f).ok());
+  EXPECT_EQ(store_->ListXattr(f).error().code(), Code::kNotFound);
+  pb::CreateReq ln;
+  ln.set_parent(kRootIno);
+  ln.set_name("ln");
+  ln.set_mode(S_IFLNK);
+  ln.set_symlink("t");
+  auto l = store_->Create(ln);
+  pb::XattrReq on_link;
+  on_link.set_ino(l->ino());
+  on_link.set_name("user.x");
+  EXPECT_EQ(store_->SetXattr(on_link).error().code(), Code::kNotPermitted);
+}
+
+TEST_F(MdsStoreTest, GarbageWaitsItsDelayAndPunchDropsChunks) {
+  store_->SetGarbageDelay(3'600'000'000'000);  // an hour
+  uint64_t f = MustMake(kRootIno, "f", false);
+  for (uint64_t i = 0; i < 4; i++) WriteChunk(f, i, (i + 1) * kChunk);
+  pb::PunchReq p;
+  p.set_ino(f);
+  p.set_first_index(1);
+  p.set_count(2);
+  auto a = store_->Punch(p);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->size(), 4 * kChunk);  // punching keeps the size
+  EXPECT_EQ(ChunkIndexes(f), (std::vector<uint64_t>{0, 3}));
+  EXPECT_TRUE(store_->PeekGarbage(10, NowNs()).empty());  // not yet due
+  auto g = store_->PeekGarbage(10, NowNs() + 3'700'000'000'000);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].second.chunk().index(), 1u);
+  EXPECT_EQ(g[1].second.chunk().index(), 2u);
 }
 
 }  // namespace
