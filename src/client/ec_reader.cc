@@ -36,6 +36,8 @@ constexpr int64_t kMaxHedgeCredit = 20 * 1000;
 // Another server late within this window means the machine, not one
 // server, is slow: then nobody is hedged.
 constexpr int64_t kLateWindowUs = 100'000;
+// A reply this late (and 10 hedge delays) means a stalled or failed server.
+constexpr int64_t kStallMinUs = 500'000;
 }  // namespace
 
 EcReader::EcReader(DssPool& dss, MdsClient& mds, const Options& options)
@@ -52,6 +54,7 @@ EcReader::EcReader(DssPool& dss, MdsClient& mds, const Options& options)
       shard_bytes_(GetCounter("client.shard_bytes_received")),
       hedged_(GetCounter("client.hedged_reads")),
       hedged_batches_(GetCounter("client.hedged_batches")),
+      stall_failovers_(GetCounter("client.stall_failovers")),
       hedges_declined_(GetCounter("client.hedges_declined")) {
   late_at_us_.reset(new std::atomic<int64_t>[dss.size()]);
   for (size_t i = 0; i < dss.size(); i++) late_at_us_[i] = INT64_MIN / 2;
@@ -69,6 +72,10 @@ int64_t EcReader::HedgeDelayUs(bool replicated) {
   // Until there are enough samples, only a clearly stalled server is hedged.
   if (p == 0) return 10 * int64_t(opt_.hedge_min_us);
   return std::max<int64_t>(replicated ? p : 3 * p, min_us);
+}
+
+int64_t EcReader::StallDelayUs(bool replicated) {
+  return std::max<int64_t>(10 * HedgeDelayUs(replicated), kStallMinUs);
 }
 
 void EcReader::NoteLate(uint32_t dss, int64_t now_us) {
@@ -219,22 +226,40 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     };
     dss_.AddInflight(b.dss, -1);
     if (opt_.hedge && !b.call.Ready(int((hedge_at_us - SteadyNowUs() + 999) / 1000))) {
-      const int64_t now = SteadyNowUs();
-      NoteLate(b.dss, now);
-      // Only a server slow on its own is hedged: the read's other servers
-      // have answered, and nobody else was late just now.
-      bool others_answered = true;
-      for (size_t j = bi + 1; j < batches.size() && others_answered; j++)
-        others_answered = batches[j].call.Ready(0);
-      if (others_answered && MayHedge(b.dss, b.pieces, now)) {
+      // Late. A hedge needs a server slow on its own (the read's other
+      // servers have answered, nobody else was late just now) and budget;
+      // until then the reply is awaited, and re-examined every hedge
+      // delay. A server that has not answered by the stall delay is taken
+      // for failed, whatever the budget: waiting out the RPC timeout would
+      // stall the reader.
+      const int64_t step_us = hedge_at_us - started_us;
+      const int64_t stall_at_us = started_us + StallDelayUs(g.replicated);
+      bool abandon = false, stalled = false;
+      for (;;) {
+        const int64_t now = SteadyNowUs();
+        NoteLate(b.dss, now);
+        bool others_answered = true;
+        for (size_t j = bi + 1; j < batches.size() && others_answered; j++)
+          others_answered = batches[j].call.Ready(0);
+        if (others_answered && MayHedge(b.dss, b.pieces, now)) {
+          abandon = true;
+          break;
+        }
+        if (now >= stall_at_us) {
+          abandon = stalled = true;
+          break;
+        }
+        if (b.call.Ready(int((std::min(step_us, stall_at_us - now) + 999) / 1000))) break;
+      }
+      if (abandon) {
         // Abandoned (dropping the call closes its connection): its pieces
         // are served another way below.
-        hedged_batches_.Inc();
+        (stalled ? stall_failovers_ : hedged_batches_).Inc();
         hedged_.Add(b.pieces);
         dss_.NoteHedged(b.dss);
         if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
         b.call = {};
-        fail_all(Unavailable("DSS " + std::to_string(b.dss) + " slower than the hedge delay"));
+        fail_all(Unavailable("DSS " + std::to_string(b.dss) + (stalled ? " stalled" : " slower than the hedge delay")));
         continue;
       }
       hedges_declined_.Inc();

@@ -25,9 +25,12 @@
 // waits when the slowness is the whole machine's (another server was late
 // too just now, or the read's other servers have not answered either), and
 // a server hedged twice in a row is routed around for a growing while
-// instead of being hedged read after read. Counters: client.hedged_reads
-// (pieces served another way because their server was slow),
-// client.hedged_batches, client.hedges_declined.
+// instead of being hedged read after read. A reply missing past the stall
+// delay (10 hedge delays, at least 500 ms) is failed over whatever the
+// budget: that is a failed server, not a slow one. Counters:
+// client.hedged_reads (pieces served another way because their server was
+// slow), client.hedged_batches, client.stall_failovers,
+// client.hedges_declined.
 #pragma once
 
 #include <atomic>
@@ -116,6 +119,9 @@ class EcReader {
   // Microseconds to wait for a BatchRead before hedging, and the record of
   // one that answered.
   int64_t HedgeDelayUs(bool replicated);
+  // Microseconds after which an unanswered BatchRead is failed over
+  // whatever the hedging budget says.
+  int64_t StallDelayUs(bool replicated);
   void RecordLatency(int64_t us);
   // Whether a batch of `pieces` to `dss`, late past its hedge delay, may be
   // hedged now (budget, and no sign that the whole machine is slow).
@@ -146,6 +152,7 @@ class EcReader {
   Counter& shard_bytes_;
   Counter& hedged_;
   Counter& hedged_batches_;
+  Counter& stall_failovers_;
   Counter& hedges_declined_;
 };
 
