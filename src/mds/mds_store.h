@@ -113,6 +113,12 @@ class MdsStore {
   Result<pb::Attr> LoadInode(uint64_t ino);
   Result<pb::Dirent> LoadDirent(uint64_t parent, const std::string& name);
   Result<pb::Attr> LoadDir(uint64_t ino);  // kNotDirectory for anything else
+  // A name's directory and inode.
+  struct Named {
+    pb::Attr dir;
+    pb::Attr inode;
+  };
+  Result<Named> LoadNamed(uint64_t parent, const std::string& name);
   Result<uint64_t> NextCounter(const std::string& key);
   bool HasPrefix(const std::string& prefix);
   bool DirIsEmpty(uint64_t ino);

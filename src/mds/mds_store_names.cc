@@ -142,40 +142,46 @@ Status MdsStore::DeleteInode(uint64_t ino, rocksdb::WriteBatch& wb) {
   return Status::Ok();
 }
 
-Result<Unlinked> MdsStore::Unlink(uint64_t parent, const std::string& name) {
-  std::lock_guard lk(mu_);
+Result<MdsStore::Named> MdsStore::LoadNamed(uint64_t parent, const std::string& name) {
+  Named n;
   auto p = LoadDir(parent);
   if (!p) return Err(p.error());
+  n.dir = std::move(*p);
   auto d = LoadDirent(parent, name);
   if (!d) return Err(d.error());
   auto a = LoadInode(d->ino());
   if (!a) return Err(a.error());
-  if (IsDir(*a)) return Err({Code::kIsDirectory, "'" + name + "' is a directory"});
+  n.inode = std::move(*a);
+  return n;
+}
+
+Result<Unlinked> MdsStore::Unlink(uint64_t parent, const std::string& name) {
+  std::lock_guard lk(mu_);
+  auto n = LoadNamed(parent, name);
+  if (!n) return Err(n.error());
+  if (IsDir(n->inode)) return Err({Code::kIsDirectory, "'" + name + "' is a directory"});
   const int64_t now = NowNs();
   rocksdb::WriteBatch wb;
   wb.Delete(Dirent(parent, name));
-  Unlinked u = DropName(*a, now, wb);
-  TouchDir(*p, now, 0, wb);
+  Unlinked u = DropName(n->inode, now, wb);
+  TouchDir(n->dir, now, 0, wb);
   RUSTFS_RETURN_ERR(Commit(wb));
   return u;
 }
 
 Result<uint64_t> MdsStore::Rmdir(uint64_t parent, const std::string& name) {
   std::lock_guard lk(mu_);
-  auto p = LoadDir(parent);
-  if (!p) return Err(p.error());
-  auto d = LoadDirent(parent, name);
-  if (!d) return Err(d.error());
-  auto a = LoadInode(d->ino());
-  if (!a) return Err(a.error());
-  if (!IsDir(*a)) return Err({Code::kNotDirectory, "'" + name + "' is not a directory"});
-  if (!DirIsEmpty(d->ino())) return Err({Code::kNotEmpty, "'" + name + "' is not empty"});
+  auto n = LoadNamed(parent, name);
+  if (!n) return Err(n.error());
+  const uint64_t ino = n->inode.ino();
+  if (!IsDir(n->inode)) return Err({Code::kNotDirectory, "'" + name + "' is not a directory"});
+  if (!DirIsEmpty(ino)) return Err({Code::kNotEmpty, "'" + name + "' is not empty"});
   rocksdb::WriteBatch wb;
-  RUSTFS_RETURN_ERR(DeleteInode(d->ino(), wb));
+  RUSTFS_RETURN_ERR(DeleteInode(ino, wb));
   wb.Delete(Dirent(parent, name));
-  TouchDir(*p, NowNs(), -1, wb);
+  TouchDir(n->dir, NowNs(), -1, wb);
   RUSTFS_RETURN_ERR(Commit(wb));
-  return d->ino();
+  return ino;
 }
 
 Result<Unlinked> MdsStore::Rename(const pb::RenameReq& req) {

@@ -150,10 +150,10 @@ class SecondMount:
             self.log.close()
 
 
-@pytest.fixture
-def two_clients(tmp_root):
-    """A cluster mounted twice, by two separate client processes."""
-    c = Cluster(tmp_root)
+def two_mounts(tmp_root, **cluster_args):
+    """Yields (cluster, second mount): a cluster mounted twice, by two
+    separate client processes; both stopped afterwards."""
+    c = Cluster(tmp_root, **cluster_args)
     m2 = None
     try:
         m2 = SecondMount(c, tmp_root)
@@ -162,6 +162,12 @@ def two_clients(tmp_root):
         if m2:
             m2.close()
         c.down()
+
+
+@pytest.fixture
+def two_clients(tmp_root):
+    """A cluster mounted twice, by two separate client processes."""
+    yield from two_mounts(tmp_root)
 
 
 def counter(stats, proc, name):

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, SecondMount, counter, drop_caches, random_file
+from conftest import counter, drop_caches, two_mounts
 from posix_tree import assert_same_tree, make_source_tree
 
 MiB = 1 << 20
@@ -45,15 +45,8 @@ def quick(tmp_root):
     """Two mounts of a cluster with a 2 s lease and a 2 s RPC timeout, so
     shards made garbage are deleted 4 s later and a silent client's lease
     runs out fast."""
-    c = Cluster(tmp_root, lease_ms=2000, config_edits=[("rpc_timeout_ms = 5000", "rpc_timeout_ms = 2000")])
-    m2 = None
-    try:
-        m2 = SecondMount(c, tmp_root)
-        yield c, m2
-    finally:
-        if m2:
-            m2.close()
-        c.down()
+    yield from two_mounts(tmp_root, lease_ms=2000,
+                          config_edits=[("rpc_timeout_ms = 5000", "rpc_timeout_ms = 2000")])
 
 
 # Time for shards made garbage to be deleted in the `quick` cluster: the
