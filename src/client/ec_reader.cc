@@ -82,10 +82,14 @@ void EcReader::NoteLate(uint32_t dss, int64_t now_us) {
   if (dss < dss_.size()) late_at_us_[dss].store(now_us, std::memory_order_relaxed);
 }
 
-bool EcReader::MayHedge(uint32_t dss, size_t pieces, int64_t now_us) {
+bool EcReader::MachineBusy(uint32_t dss, int64_t now_us) {
   for (uint32_t d = 0; d < dss_.size(); d++)
     if (d != dss && late_at_us_[d].load(std::memory_order_relaxed) > now_us - kLateWindowUs)
-      return false;  // more than one server slow at once: the machine is busy
+      return true;  // more than one server slow at once
+  return false;
+}
+
+bool EcReader::TakeHedgeBudget(size_t pieces) {
   const int64_t cost = int64_t(pieces) * 1000;
   int64_t credit = hedge_credit_.load(std::memory_order_relaxed);
   do {
@@ -241,11 +245,14 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         bool others_answered = true;
         for (size_t j = bi + 1; j < batches.size() && others_answered; j++)
           others_answered = batches[j].call.Ready(0);
-        if (others_answered && MayHedge(b.dss, b.pieces, now)) {
+        const bool busy = MachineBusy(b.dss, now);
+        if (others_answered && !busy && TakeHedgeBudget(b.pieces)) {
           abandon = true;
           break;
         }
-        if (now >= stall_at_us) {
+        // Past the stall delay the server is taken for failed, unless the
+        // whole machine is slow (then only past 4 stall delays).
+        if (now >= stall_at_us && (!busy || now >= started_us + 4 * (stall_at_us - started_us))) {
           abandon = stalled = true;
           break;
         }

@@ -26,8 +26,9 @@
 // too just now, or the read's other servers have not answered either), and
 // a server hedged twice in a row is routed around for a growing while
 // instead of being hedged read after read. A reply missing past the stall
-// delay (10 hedge delays, at least 500 ms) is failed over whatever the
-// budget: that is a failed server, not a slow one. Counters:
+// delay (10 hedge delays, at least 500 ms; 4 times that while the whole
+// machine is slow) is failed over whatever the budget: that is a failed
+// server, not a slow one. Counters:
 // client.hedged_reads (pieces served another way because their server was
 // slow), client.hedged_batches, client.stall_failovers,
 // client.hedges_declined.
@@ -123,9 +124,10 @@ class EcReader {
   // whatever the hedging budget says.
   int64_t StallDelayUs(bool replicated);
   void RecordLatency(int64_t us);
-  // Whether a batch of `pieces` to `dss`, late past its hedge delay, may be
-  // hedged now (budget, and no sign that the whole machine is slow).
-  bool MayHedge(uint32_t dss, size_t pieces, int64_t now_us);
+  // Another server than `dss` was late just now: the whole machine is slow.
+  bool MachineBusy(uint32_t dss, int64_t now_us);
+  // Takes a hedge of `pieces` from the budget, if it has that much.
+  bool TakeHedgeBudget(size_t pieces);
   void NoteLate(uint32_t dss, int64_t now_us);
 
   DssPool& dss_;

@@ -1,27 +1,16 @@
 #include "dss/shard_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "ec/crc.h"
 
 namespace rustfs::dss {
 
 namespace {
-
-constexpr char kMagic[8] = {'R', 'F', 'S', 'S', 'H', 'R', 'D', '1'};
-constexpr uint64_t kHeaderFixed = 64;  // magic, capacity, data_len, then CRCs
-
-uint64_t HeaderBytes(uint64_t capacity) {
-  uint64_t blocks = (capacity + ShardStore::kBlock - 1) / ShardStore::kBlock;
-  uint64_t raw = kHeaderFixed + 4 * blocks;
-  return (raw + ShardStore::kBlock - 1) / ShardStore::kBlock * ShardStore::kBlock;
-}
 
 Status PwriteAll(int fd, const void* buf, size_t len, off_t off, const std::string& what) {
   auto* p = static_cast<const char*>(buf);
@@ -54,125 +43,85 @@ Status PreadAll(int fd, void* buf, size_t len, off_t off, const std::string& wha
   return Status::Ok();
 }
 
-void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-uint64_t Get64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc < 0) return Status::FromErrno(err, "fsync " + dir);
+// Copies [from, from + len) of one slot to the same range of another, in
+// the kernel (the bytes never cross into user space).
+Status CopyRange(const SlotFiles::Location& src, const SlotFiles::Location& dst, uint64_t from,
+                 uint64_t len) {
+  loff_t in = loff_t(src.offset + from), out = loff_t(dst.offset + from);
+  while (len > 0) {
+    ssize_t n = ::copy_file_range(src.fd, &in, dst.fd, &out, len, 0);
+    if (n < 0) return Status::FromErrno(errno, "copy base version");
+    if (n == 0) return Status(Code::kShortRead, "short copy of the base version");
+    len -= uint64_t(n);
+  }
   return Status::Ok();
 }
 
 }  // namespace
 
-std::string ShardId::ToString() const {
-  return std::to_string(ino) + "-" + std::to_string(chunk) + "-" + std::to_string(version) + "-" +
-         std::to_string(shard);
-}
-
-size_t ShardStore::IdHash::operator()(const ShardId& s) const {
-  uint64_t h = s.ino * 0x9E3779B97F4A7C15ull;
-  h ^= s.chunk + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-  h ^= s.version + 0x85EBCA77C2B2AE63ull + (h << 6) + (h >> 2);
-  h ^= s.shard + (h << 6) + (h >> 2);
-  return h;
-}
-
-ShardStore::OpenShard::~OpenShard() {
-  if (fd >= 0) ::close(fd);
-  if (direct_fd >= 0) ::close(direct_fd);
-}
-
-ShardStore::ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine)
-    : dir_(std::move(dir)),
-      engine_(std::move(engine)),
-      disk_read_(GetCounter("dss.disk_bytes_read")),
-      disk_written_(GetCounter("dss.disk_bytes_written")),
-      crc_failures_(GetCounter("dss.checksum_failures")) {}
-
 ShardStore::~ShardStore() = default;
 
 Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir,
-                                                     std::unique_ptr<RandomReadEngine> engine) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir + "/shards", ec);
-  if (ec) return Err(IoError("create " + data_dir + "/shards: " + ec.message()));
-  for (int i = 0; i < 256; i++) {
-    char sub[8];
-    snprintf(sub, sizeof sub, "/%02x", i);
-    std::filesystem::create_directories(data_dir + "/shards" + sub, ec);
-    if (ec) return Err(IoError("create shard folder: " + ec.message()));
-  }
-  return std::unique_ptr<ShardStore>(new ShardStore(data_dir, std::move(engine)));
+                                                     std::unique_ptr<RandomReadEngine> engine,
+                                                     const ShardStoreOptions& options) {
+  std::unique_ptr<ShardStore> st(new ShardStore(data_dir, std::move(engine)));
+  auto files = SlotFiles::Open(data_dir + "/slots", options.data_file_bytes, st->engine_ != nullptr);
+  if (!files) return Err(files.error());
+  st->files_ = std::move(*files);
+  auto index = ShardIndex::Open(data_dir + "/index");
+  if (!index) return Err(index.error());
+  st->index_ = std::move(*index);
+  // Slots the index names are in use; every other slot is free (a version
+  // written but never recorded before a crash included).
+  Status bad;
+  st->index_->ForEach([&](const ShardId& id, const ShardMeta& m) {
+    if (!st->files_->Locate(m.slot) && bad.ok())
+      bad = Corruption("shard " + id.ToString() + " names a slot no data file has");
+    st->files_->MarkUsed(m.slot);
+  });
+  RUSTFS_RETURN_ERR(bad);
+  return st;
 }
 
-std::string ShardStore::PathOf(const ShardId& id) const {
-  char sub[8];
-  snprintf(sub, sizeof sub, "%02x", unsigned((id.ino ^ id.chunk) & 0xff));
-  return dir_ + "/shards/" + sub + "/" + id.ToString();
-}
-
-Result<std::shared_ptr<ShardStore::OpenShard>> ShardStore::Load(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Err(Status::FromErrno(errno, "open shard " + path));
-  auto s = std::make_shared<OpenShard>();
-  s->fd = fd;
-  char fixed[kHeaderFixed];
-  RUSTFS_RETURN_ERR(PreadAll(fd, fixed, kHeaderFixed, 0, path));
-  if (std::memcmp(fixed, kMagic, 8) != 0) return Err(Corruption("bad shard header in " + path));
-  s->capacity = Get64(fixed + 8);
-  s->data_len = Get64(fixed + 16);
-  s->data_start = HeaderBytes(s->capacity);
-  if (s->data_len > s->capacity || s->capacity > (1ull << 40))
-    return Err(Corruption("bad shard header lengths in " + path));
-  uint64_t blocks = (s->capacity + kBlock - 1) / kBlock;
-  s->crcs.resize(blocks);
-  RUSTFS_RETURN_ERR(PreadAll(fd, s->crcs.data(), blocks * 4, kHeaderFixed, path));
-  disk_read_.Add(kHeaderFixed + blocks * 4);
-  if (engine_) {
-    auto d = RandomReadEngine::OpenForRead(path, /*direct=*/true);
-    if (!d) return Err(d.error());
-    s->direct_fd = d->fd;
+Status ShardStore::BuildVersion(const ShardId& id, const ShardMeta* base, uint64_t offset,
+                                std::string_view data, ShardMeta& meta) {
+  auto to = files_->Locate(meta.slot);
+  if (!to) return to.error();
+  const std::string& path = *to->path;
+  const uint64_t end = offset + data.size();
+  meta.crcs.assign((meta.capacity + kBlock - 1) / kBlock, 0);
+  meta.data_len = 0;
+  if (base) {
+    // The base version's bytes outside the new ones, copied in the kernel.
+    auto from = files_->Locate(base->slot);
+    if (!from) return from.error();
+    meta.crcs = base->crcs;
+    meta.data_len = base->data_len;
+    const uint64_t head = std::min(offset, base->data_len);
+    if (head) RUSTFS_RETURN_IF_ERROR(CopyRange(*from, *to, 0, head));
+    if (end < base->data_len) RUSTFS_RETURN_IF_ERROR(CopyRange(*from, *to, end, base->data_len - end));
+    disk_read_.Add(base->data_len - std::min(base->data_len, data.size()));
   }
-  return s;
-}
-
-Result<std::shared_ptr<ShardStore::OpenShard>> ShardStore::Get(const ShardId& id) {
-  {
-    std::lock_guard lk(mu_);
-    auto it = index_.find(id);
-    if (it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->second;
-    }
+  // Keep [0, data_len) contiguous and checksummed: a write past the current
+  // end first fills the gap with zeros, so every block below data_len has a
+  // real CRC and the gap reads back as zeros (a reused slot holds old bytes).
+  if (offset > meta.data_len) {
+    static const std::string kZeros(kBlock, '\0');
+    static const uint32_t kZeroCrc = ec::Crc32c(kZeros.data(), kBlock);
+    const std::string gap(offset - meta.data_len, '\0');
+    RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, gap.data(), gap.size(), off_t(to->offset + meta.data_len), path));
+    for (uint64_t b = meta.data_len / kBlock; b < offset / kBlock; b++) meta.crcs[b] = kZeroCrc;
+    disk_written_.Add(gap.size());
+    meta.data_len = offset;
   }
-  auto s = Load(PathOf(id));
-  if (!s) return s;
-  std::lock_guard lk(mu_);
-  if (index_.count(id)) return index_[id]->second;
-  lru_.emplace_front(id, *s);
-  index_[id] = lru_.begin();
-  if (lru_.size() > kMaxOpen) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();  // in-flight readers keep their shared_ptr
-  }
-  return s;
-}
-
-void ShardStore::Forget(const ShardId& id) {
-  std::lock_guard lk(mu_);
-  auto it = index_.find(id);
-  if (it == index_.end()) return;
-  lru_.erase(it->second);
-  index_.erase(it);
+  for (uint64_t off = 0; off < data.size(); off += kBlock)
+    meta.crcs[(offset + off) / kBlock] = ec::Crc32c(data.data() + off, kBlock);
+  RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, data.data(), data.size(), off_t(to->offset + offset), path));
+  meta.data_len = std::max(meta.data_len, end);
+  if (::fdatasync(to->fd) < 0) return Status::FromErrno(errno, "sync " + path);
+  disk_written_.Add(data.size());
+  (void)id;
+  return Status::Ok();
 }
 
 Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offset,
@@ -180,75 +129,35 @@ Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offs
   if (offset % kBlock || data.size() % kBlock)
     return InvalidArgument("shard write at " + std::to_string(offset) + "+" +
                            std::to_string(data.size()) + " is not 4 KiB aligned");
-  if (capacity == 0 || offset + data.size() > capacity)
+  if (capacity == 0 || capacity % kBlock || capacity > kMaxCapacity)
+    return InvalidArgument("shard capacity " + std::to_string(capacity));
+  if (offset > capacity || data.size() > capacity - offset)
     return InvalidArgument("shard write past capacity " + std::to_string(capacity));
-  std::string final_path = PathOf(id);
-  std::string tmp = final_path + ".tmp";
-  uint64_t blocks = (capacity + kBlock - 1) / kBlock;
-  std::vector<uint32_t> crcs(blocks, 0);
-  uint64_t data_len = 0;
-  uint64_t data_start = HeaderBytes(capacity);
-
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  auto fail = [&](Status st) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return st;
-  };
+  std::shared_ptr<const ShardMeta> base;
   if (base_version != 0) {
-    ShardId base = id;
-    base.version = base_version;
-    auto b = Get(base);
-    if (!b) return fail(b.error());
-    if ((*b)->capacity != capacity) return fail(InvalidArgument("base shard capacity differs"));
-    crcs = (*b)->crcs;
-    data_len = (*b)->data_len;
-    // In-kernel copy: the unchanged rows never cross into user space.
-    loff_t in_off = 0, out_off = 0;
-    uint64_t total = (*b)->data_start + data_len;
-    while (uint64_t(in_off) < total) {
-      ssize_t n = ::copy_file_range((*b)->fd, &in_off, fd, &out_off, total - in_off, 0);
-      if (n < 0) return fail(Status::FromErrno(errno, "clone " + base.ToString()));
-      if (n == 0) return fail(IoError("short clone of " + base.ToString()));
-    }
-    disk_read_.Add(total);
-    disk_written_.Add(total);
+    ShardId b = id;
+    b.version = base_version;
+    base = index_->Find(b);
+    if (!base) return NotFound("base version " + b.ToString() + " to clone");
+    if (base->capacity != capacity) return InvalidArgument("base shard capacity differs");
   }
-  // Keep [0, data_len) contiguous and checksummed: a write past the current
-  // end first fills the gap with zeros, so every block below data_len has a
-  // real CRC and the gap reads back as zeros.
-  if (offset > data_len) {
-    static const std::string kZeros(kBlock, '\0');
-    const uint32_t zero_crc = ec::Crc32c(kZeros.data(), kBlock);
-    std::string gap(offset - data_len, '\0');
-    if (Status st = PwriteAll(fd, gap.data(), gap.size(), data_start + data_len, tmp); !st.ok())
-      return fail(st);
-    for (uint64_t b = data_len / kBlock; b < offset / kBlock; b++) crcs[b] = zero_crc;
-    disk_written_.Add(gap.size());
-    data_len = offset;
+  auto slot = files_->Allocate(capacity);
+  if (!slot) return slot.error();
+  ShardMeta meta;
+  meta.slot = *slot;
+  meta.capacity = capacity;
+  Status s = BuildVersion(id, base.get(), offset, data, meta);
+  if (!s.ok()) {
+    files_->Free(*slot);  // never recorded: nobody reads it
+    return s;
   }
-  for (uint64_t off = 0; off < data.size(); off += kBlock)
-    crcs[(offset + off) / kBlock] = ec::Crc32c(data.data() + off, kBlock);
-  if (Status st = PwriteAll(fd, data.data(), data.size(), data_start + offset, tmp); !st.ok())
-    return fail(st);
-  data_len = std::max(data_len, offset + data.size());
-  std::string header(data_start, '\0');
-  std::memcpy(header.data(), kMagic, 8);
-  Put64(header.data() + 8, capacity);
-  Put64(header.data() + 16, data_len);
-  std::memcpy(header.data() + kHeaderFixed, crcs.data(), blocks * 4);
-  if (Status st = PwriteAll(fd, header.data(), header.size(), 0, tmp); !st.ok()) return fail(st);
-  if (::fdatasync(fd) < 0) return fail(Status::FromErrno(errno, "sync " + tmp));
-  disk_written_.Add(data.size() + header.size());
-  ::close(fd);
-  if (::rename(tmp.c_str(), final_path.c_str()) < 0) {
-    Status st = Status::FromErrno(errno, "rename " + tmp);
-    ::unlink(tmp.c_str());
-    return st;
+  auto old = index_->Put(id, std::move(meta));
+  if (!old) {
+    files_->Free(*slot);
+    return old.error();
   }
-  Forget(id);
-  return FsyncDir(std::filesystem::path(final_path).parent_path());
+  if (*old) files_->Free((*old)->slot);  // the same version written again
+  return Status::Ok();
 }
 
 Status ShardStore::Read(const ShardId& id, uint64_t offset, uint64_t length, std::string& out) {
@@ -265,7 +174,8 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   // is verified, and read into one block-aligned arena (O_DIRECT reads land
   // there with no bounce copy).
   struct Piece {
-    std::shared_ptr<OpenShard> shard;
+    std::shared_ptr<const ShardMeta> meta;
+    SlotFiles::Location loc;
     uint64_t a_start = 0, a_end = 0;  // block-aligned, within data_len
     uint64_t end = 0;                 // min(offset + length, data_len)
     size_t at = 0;                    // arena offset
@@ -275,27 +185,32 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   for (size_t i = 0; i < reads.size(); i++) {
     ShardRead& r = reads[i];
     std::memset(r.dst, 0, r.length);  // bytes past the data read as zeros
-    auto s = Get(r.id);
-    if (!s) {
-      r.status = s.error();
+    auto m = index_->Find(r.id);
+    if (!m) {
+      r.status = NotFound("shard " + r.id.ToString());
       continue;
     }
-    const OpenShard& sh = **s;
-    if (r.offset + r.length > sh.capacity || r.offset + r.length < r.offset) {
+    if (r.offset > m->capacity || r.length > m->capacity - r.offset) {
       r.status = InvalidArgument("shard read " + std::to_string(r.offset) + "+" +
                                  std::to_string(r.length) + " past capacity " +
-                                 std::to_string(sh.capacity));
+                                 std::to_string(m->capacity));
+      continue;
+    }
+    auto loc = files_->Locate(m->slot);
+    if (!loc) {
+      r.status = loc.error();
       continue;
     }
     r.status = Status::Ok();
     Piece& p = pieces[i];
-    p.end = std::min(r.offset + r.length, sh.data_len);
+    p.end = std::min(r.offset + r.length, m->data_len);
     if (r.offset >= p.end) continue;  // wholly past the data: zeros
     p.a_start = r.offset / kBlock * kBlock;
-    p.a_end = std::min((p.end + kBlock - 1) / kBlock * kBlock, sh.data_len);
+    p.a_end = std::min((p.end + kBlock - 1) / kBlock * kBlock, m->data_len);
     p.at = arena_bytes;
     arena_bytes += (p.a_end - p.a_start + kBlock - 1) / kBlock * kBlock;
-    p.shard = std::move(*s);
+    p.meta = std::move(m);
+    p.loc = *loc;
   }
   if (arena_bytes == 0) return;
   std::unique_ptr<char, decltype(&std::free)> arena(
@@ -308,15 +223,14 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   std::vector<size_t> op_piece;
   for (size_t i = 0; i < reads.size(); i++) {
     Piece& p = pieces[i];
-    if (!p.shard) continue;
+    if (!p.meta) continue;
     const uint64_t n = p.a_end - p.a_start;
     char* dst = arena.get() + p.at;
     if (use_engine && n <= kRandomReadMax) {
-      ops.push_back({p.shard->direct_fd >= 0 ? p.shard->direct_fd : p.shard->fd,
-                     p.shard->data_start + p.a_start, n, dst, 0});
+      ops.push_back({p.loc.direct_fd, p.loc.offset + p.a_start, n, dst, 0});
       op_piece.push_back(i);
     } else {
-      reads[i].status = PreadAll(p.shard->fd, dst, n, p.shard->data_start + p.a_start, PathOf(reads[i].id));
+      reads[i].status = PreadAll(p.loc.fd, dst, n, off_t(p.loc.offset + p.a_start), *p.loc.path);
     }
   }
   if (!ops.empty()) {
@@ -328,11 +242,11 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   for (size_t i = 0; i < reads.size(); i++) {
     ShardRead& r = reads[i];
     Piece& p = pieces[i];
-    if (!p.shard || !r.status.ok()) continue;
+    if (!p.meta || !r.status.ok()) continue;
     const char* buf = arena.get() + p.at;
     disk_read_.Add(p.a_end - p.a_start);
     for (uint64_t b = p.a_start; b < p.a_end; b += kBlock) {
-      if (ec::Crc32c(buf + (b - p.a_start), kBlock) != p.shard->crcs[b / kBlock]) {
+      if (ec::Crc32c(buf + (b - p.a_start), kBlock) != p.meta->crcs[b / kBlock]) {
         crc_failures_.Inc();
         r.status = Corruption("checksum mismatch in shard " + r.id.ToString() + " block " +
                               std::to_string(b / kBlock));
@@ -344,16 +258,24 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
 }
 
 Status ShardStore::Delete(const ShardId& id) {
-  Forget(id);
-  std::string p = PathOf(id);
-  if (::unlink(p.c_str()) < 0) return Status::FromErrno(errno, "delete " + p);
+  auto old = index_->Erase(id);
+  if (!old) return old.error();
+  files_->Free((*old)->slot);
   return Status::Ok();
 }
 
 uint64_t ShardStore::FreeBytes() const {
   struct statvfs v;
-  if (::statvfs(dir_.c_str(), &v) < 0) return 0;
-  return uint64_t(v.f_bavail) * v.f_frsize;
+  uint64_t fs = ::statvfs(dir_.c_str(), &v) < 0 ? 0 : uint64_t(v.f_bavail) * v.f_frsize;
+  return fs + files_->FreeSlotBytes();
+}
+
+Result<std::pair<std::string, uint64_t>> ShardStore::Locate(const ShardId& id) const {
+  auto m = index_->Find(id);
+  if (!m) return Err(NotFound("shard " + id.ToString()));
+  auto loc = files_->Locate(m->slot);
+  if (!loc) return Err(loc.error());
+  return std::make_pair(*loc->path, loc->offset);
 }
 
 }  // namespace rustfs::dss

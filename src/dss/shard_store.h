@@ -1,15 +1,18 @@
-// Shard files on one local disk.
+// Shard versions on one local disk.
 //
-// One file per (inode, chunk, version, shard):
-//   [header page(s)][data]
-// The header holds a magic, the shard's capacity and data length, and a
-// CRC32C per 4 KiB checksum block of data; data starts on a 4 KiB boundary
-// (so O_DIRECT reads of data stay aligned). A write builds the new version
-// in a temporary file (cloning the base version first when the writer
-// changes only some rows), syncs it, then renames it into place and syncs
-// the directory: an acknowledged write is durable, and a crash leaves either
-// no file or a complete one. Versions are immutable once the MDS publishes
-// them, so readers never see a half-written shard.
+// Each (inode, chunk, version, shard) lives in a slot of a large data file
+// (SlotFiles) and is described by an in-memory index entry kept durable in
+// RocksDB (ShardIndex): slot, capacity, data length and a CRC32C per 4 KiB
+// block. A cold 4 KiB read is therefore one device read at slot offset plus
+// shard offset: no open, no path lookup, no header read.
+//
+// A write builds the new version in a fresh slot (copying the base version's
+// other bytes when the writer changes only some rows), syncs the data file,
+// then records the index entry with a synced write before it is acked: an
+// acknowledged write is durable, and a crash leaves the old version whole
+// (a slot written but never recorded is free again at the next start).
+// Versions are immutable once the MDS publishes them, so readers never see
+// a half-written shard.
 //
 // Reads verify the CRC of every block they touch; a mismatch is
 // Code::kCorruption and no byte of it is returned. Bytes past the data
@@ -17,29 +20,19 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
+#include <utility>
 
 #include "common/metrics.h"
 #include "common/status.h"
 #include "dss/random_read_engine.h"
+#include "dss/shard_index.h"
+#include "dss/slot_files.h"
 
 namespace rustfs::dss {
-
-struct ShardId {
-  uint64_t ino = 0;
-  uint64_t chunk = 0;
-  uint64_t version = 0;
-  uint32_t shard = 0;
-  bool operator==(const ShardId&) const = default;
-  std::string ToString() const;
-};
 
 // One piece of a batched read: [offset, offset+length) of shard `id` into
 // dst (caller-owned, length bytes). Out: status.
@@ -51,6 +44,11 @@ struct ShardRead {
   Status status;
 };
 
+struct ShardStoreOptions {
+  // Size of each new data file (fewer slots when the disk lacks room).
+  uint64_t data_file_bytes = 256ull << 20;
+};
+
 class ShardStore {
  public:
   static constexpr uint64_t kBlock = 4096;  // checksum and alignment block, bytes
@@ -58,17 +56,21 @@ class ShardStore {
   // ones are sequential (read-ahead windows) and keep buffered pread, which
   // lets the kernel's own read-ahead work (LLD-002 §5.1).
   static constexpr uint64_t kRandomReadMax = 256 * 1024;
+  // The largest shard: a 1 GiB chunk, replicated.
+  static constexpr uint64_t kMaxCapacity = 1ull << 30;
 
-  // Opens (creating) the store under `data_dir`. With an engine (owned by
-  // the store from then on), batched random reads go through it on O_DIRECT
-  // fds; without, everything is buffered pread.
+  // Opens (creating) the store under `data_dir` (data files in slots/, the
+  // index in index/). With an engine (owned by the store from then on),
+  // batched random reads go through it on O_DIRECT fds; without, everything
+  // is buffered pread.
   static Result<std::unique_ptr<ShardStore>> Open(const std::string& data_dir,
-                                                  std::unique_ptr<RandomReadEngine> engine = nullptr);
+                                                  std::unique_ptr<RandomReadEngine> engine = nullptr,
+                                                  const ShardStoreOptions& options = {});
   ~ShardStore();
 
   // Writes `data` at shard offset `offset` of version id.version, starting
   // from a copy of `base_version` when it is non-zero. offset and data size
-  // must be multiples of kBlock; offset + size <= capacity.
+  // must be multiples of kBlock; offset + size <= capacity <= kMaxCapacity.
   Status Write(const ShardId& id, uint64_t base_version, uint64_t offset, std::string_view data,
                uint64_t capacity);
 
@@ -82,41 +84,30 @@ class ShardStore {
 
   Status Delete(const ShardId& id);
 
-  // Free bytes on the store's filesystem.
+  // Free bytes: the file system's, and free slots of the data files.
   uint64_t FreeBytes() const;
+  size_t ShardCount() const { return index_->size(); }
 
-  // The shard's file path (tests corrupt shards through it).
-  std::string PathOf(const ShardId& id) const;
+  // Where the shard's data starts: data file and byte offset (tests corrupt
+  // shards through it).
+  Result<std::pair<std::string, uint64_t>> Locate(const ShardId& id) const;
 
  private:
-  struct OpenShard {
-    int fd = -1;
-    int direct_fd = -1;  // O_DIRECT (when the filesystem allows) for the engine; -1 without one
-    uint64_t capacity = 0;
-    uint64_t data_len = 0;
-    uint64_t data_start = 0;
-    std::vector<uint32_t> crcs;  // one per block of capacity
-    ~OpenShard();
-  };
-  struct IdHash {
-    size_t operator()(const ShardId& s) const;
-  };
-
-  ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine);
-  Result<std::shared_ptr<OpenShard>> Get(const ShardId& id);
-  void Forget(const ShardId& id);
-  Result<std::shared_ptr<OpenShard>> Load(const std::string& path);
-
+  ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine)
+      : dir_(std::move(dir)),
+        engine_(std::move(engine)),
+        disk_read_(GetCounter("dss.disk_bytes_read")),
+        disk_written_(GetCounter("dss.disk_bytes_written")),
+        crc_failures_(GetCounter("dss.checksum_failures")) {}
   void ReadPieces(std::span<ShardRead> reads, bool use_engine);
+  // Fills `meta` (slot already set) with the new version's bytes.
+  Status BuildVersion(const ShardId& id, const ShardMeta* base, uint64_t offset, std::string_view data,
+                      ShardMeta& meta);
 
   std::string dir_;
   std::unique_ptr<RandomReadEngine> engine_;  // null: buffered reads only
-  std::mutex mu_;
-  // Open shards, most recently used at the front; bounded so a store with
-  // millions of shards does not run out of file descriptors.
-  std::list<std::pair<ShardId, std::shared_ptr<OpenShard>>> lru_;
-  std::unordered_map<ShardId, decltype(lru_)::iterator, IdHash> index_;
-  static constexpr size_t kMaxOpen = 4096;
+  std::unique_ptr<SlotFiles> files_;
+  std::unique_ptr<ShardIndex> index_;
 
   Counter& disk_read_;
   Counter& disk_written_;

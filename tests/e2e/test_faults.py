@@ -55,15 +55,17 @@ def test_corrupt_shard_is_detected_repaired_and_reported(cluster, tmp_path):
     src = tmp_path / "src.bin"
     random_file(src, 8 * MiB, seed=6)
     shutil.copyfile(src, cluster.path("c.bin"))
-    # Flip one byte in the data area of every shard file of DSS 0.
-    shards_dir = os.path.join(cluster.dir, "dss-0", "shards")
+    # Flip one byte in the second 4 KiB block of every slot of DSS 0's data
+    # files ("<n>-<slot bytes>x<slots>.dat"): whichever slots hold shards.
+    slots_dir = os.path.join(cluster.dir, "dss-0", "slots")
     flipped = 0
-    for sub in os.listdir(shards_dir):
-        for name in os.listdir(os.path.join(shards_dir, sub)):
-            with open(os.path.join(shards_dir, sub, name), "r+b") as f:
-                f.seek(4096 + 1234)  # header is one 4 KiB page for a 1 MiB shard
+    for name in os.listdir(slots_dir):
+        slot_bytes, slots = (int(x) for x in name.split("-")[1].split(".")[0].split("x"))
+        with open(os.path.join(slots_dir, name), "r+b") as f:
+            for slot in range(slots):
+                f.seek(slot * slot_bytes + 4096 + 1234)
                 b = f.read(1)
-                f.seek(4096 + 1234)
+                f.seek(slot * slot_bytes + 4096 + 1234)
                 f.write(bytes([b[0] ^ 0x5A]))
                 flipped += 1
     assert flipped > 0

@@ -1,7 +1,7 @@
 // ShardStore is checked against an in-memory reference image of each shard:
 // every read (aligned or not) must return exactly the reference bytes, bytes
-// never written read as zeros, and a flipped byte on disk is reported as
-// corruption instead of being returned.
+// never written read as zeros, a flipped byte on disk is reported as
+// corruption instead of being returned, and everything survives reopening.
 #include "dss/shard_store.h"
 
 #include <fcntl.h>
@@ -28,13 +28,6 @@ std::string RandomBytes(std::mt19937_64& rng, size_t n) {
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng());
   return s;
-}
-
-// Where data starts in a shard file of `capacity` bytes: the header is a
-// 64-byte fixed part plus one CRC32C per block, rounded up to a block.
-uint64_t DataStart(uint64_t capacity) {
-  uint64_t blocks = (capacity + kBlock - 1) / kBlock;
-  return (64 + 4 * blocks + kBlock - 1) / kBlock * kBlock;
 }
 
 class ShardStoreTest : public ::testing::Test {
@@ -64,9 +57,19 @@ class ShardStoreTest : public ::testing::Test {
     ASSERT_TRUE(out == ref.substr(off, len)) << "content mismatch off=" << off << " len=" << len;
   }
 
-  // Flips one byte of the shard file at file offset `pos`.
+  void Reopen(std::unique_ptr<RandomReadEngine> engine = nullptr) {
+    store_.reset();
+    auto s = ShardStore::Open(dir_, std::move(engine));
+    ASSERT_TRUE(s.has_value()) << s.error().ToString();
+    store_ = std::move(*s);
+  }
+
+  // Flips one byte of the shard's data on disk, `pos` bytes into the shard.
   void FlipByteOnDisk(const ShardId& id, uint64_t pos) {
-    std::string path = store_->PathOf(id);
+    auto where = store_->Locate(id);
+    ASSERT_TRUE(where.has_value());
+    const std::string& path = where->first;
+    pos += where->second;
     int fd = ::open(path.c_str(), O_RDWR);
     ASSERT_GE(fd, 0) << path;
     char c;
@@ -90,13 +93,15 @@ TEST_F(ShardStoreTest, WriteReadRoundTrip) {
   ASSERT_TRUE(store_->Read(id, 0, cap, out).ok());
   ASSERT_EQ(out.size(), cap);
   EXPECT_TRUE(out == data);
-  // The file really has the documented layout: data at the header boundary.
-  std::string path = store_->PathOf(id);
-  EXPECT_EQ(std::filesystem::file_size(path), DataStart(cap) + cap);
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // The bytes really are where Locate says: in a data file, at a slot
+  // boundary, nothing before them.
+  auto where = store_->Locate(id);
+  ASSERT_TRUE(where.has_value());
+  EXPECT_EQ(where->second % cap, 0u);
+  int fd = ::open(where->first.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   std::string head(64, '\0');
-  ASSERT_EQ(::pread(fd, head.data(), head.size(), static_cast<off_t>(DataStart(cap))), 64);
+  ASSERT_EQ(::pread(fd, head.data(), head.size(), static_cast<off_t>(where->second)), 64);
   ::close(fd);
   EXPECT_TRUE(head == data.substr(0, 64));
 }
@@ -169,6 +174,13 @@ TEST_F(ShardStoreTest, WritePastCapacityRefused) {
   EXPECT_EQ(store_->Write(id, 0, cap, std::string(kBlock, 'x'), cap).code(),
             Code::kInvalidArgument);
   EXPECT_EQ(store_->Write(id, 0, 0, std::string(kBlock, 'x'), 0).code(), Code::kInvalidArgument);
+  // Capacities that are no multiple of a block or beyond any chunk, and an
+  // offset near 2^64, are refused before anything is allocated.
+  EXPECT_EQ(store_->Write(id, 0, 0, std::string(kBlock, 'x'), cap + 1).code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->Write(id, 0, 0, std::string(kBlock, 'x'), 64ull << 30).code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->Write(id, 0, UINT64_MAX - kBlock + 1, std::string(kBlock, 'x'), cap).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(store_->ShardCount(), 0u);
   // Exactly filling capacity is fine.
   EXPECT_TRUE(store_->Write(id, 0, 0, std::string(cap, 'y'), cap).ok());
   std::string out;
@@ -184,7 +196,7 @@ TEST_F(ShardStoreTest, CloneFromBaseVersion) {
   v2.version = 2;
   std::string d1 = RandomBytes(rng, cap);
   ASSERT_TRUE(store_->Write(v1, 0, 0, d1, cap).ok());
-  // Read v1 first so it sits in the open-shard cache while v2 clones it.
+  // Read v1 first: a version being read is cloned all the same.
   std::string out;
   ASSERT_TRUE(store_->Read(v1, 0, 10, out).ok());
 
@@ -272,13 +284,12 @@ TEST_F(ShardStoreTest, CorruptByteDetected) {
   const ShardId id{5, 6, 7, 1};
   std::string data = RandomBytes(rng, cap);
   ASSERT_TRUE(store_->Write(id, 0, 0, data, cap).ok());
-  ASSERT_EQ(DataStart(cap), 4096u);
-  // Open the shard (cached fd) before corrupting it; the cache must not hide it.
+  // Read it once before corrupting it; nothing cached may hide the damage.
   std::string out;
   ASSERT_TRUE(store_->Read(id, 0, cap, out).ok());
 
   const uint64_t data_off = 5000;  // inside block 1
-  FlipByteOnDisk(id, DataStart(cap) + data_off);
+  FlipByteOnDisk(id, data_off);
   if (HasFatalFailure()) return;
   Counter& failures = GetCounter("dss.checksum_failures");
 
@@ -299,38 +310,62 @@ TEST_F(ShardStoreTest, CorruptByteDetected) {
   ExpectRange(id, data, 2 * kBlock + 17, 100);
   ExpectRange(id, data, 0, 100);
 
-  // The same through a freshly opened store (no cached state).
-  store_.reset();
-  auto s = ShardStore::Open(dir_);
-  ASSERT_TRUE(s.has_value());
-  store_ = std::move(*s);
+  // The same through a freshly opened store (CRCs from the durable index).
+  Reopen();
+  if (HasFatalFailure()) return;
   EXPECT_EQ(store_->Read(id, data_off - 3, 8, out).code(), Code::kCorruption);
   ExpectRange(id, data, 3 * kBlock, kBlock);
 }
 
-TEST_F(ShardStoreTest, CorruptHeaderCrcDetected) {
+TEST_F(ShardStoreTest, LargeShardCorruptionAndReopen) {
   std::mt19937_64 rng(8);
-  const uint64_t cap = 4 * kMiB;  // header of 8 KiB: 64 + 4 * 1024 bytes
-  ASSERT_EQ(DataStart(cap), 8192u);
+  const uint64_t cap = 4 * kMiB;  // a replicated 4 MiB chunk's shard: 1024 CRCs
   const ShardId id{8, 8, 8, 8};
   std::string data = RandomBytes(rng, cap);
   ASSERT_TRUE(store_->Write(id, 0, 0, data, cap).ok());
-  // Data of a multi-page header starts at 8 KiB.
-  FlipByteOnDisk(id, DataStart(cap) + 1000 * kBlock + 3);
+  FlipByteOnDisk(id, 1000 * kBlock + 3);
   if (HasFatalFailure()) return;
   std::string out;
   EXPECT_EQ(store_->Read(id, 1000 * kBlock, kBlock, out).code(), Code::kCorruption);
   ExpectRange(id, data, 999 * kBlock, kBlock);
   ExpectRange(id, data, 1001 * kBlock, kBlock);
-  // A flipped CRC of block 1023 (the last one, in the header's second page).
-  FlipByteOnDisk(id, 64 + 4 * 1023);
+  FlipByteOnDisk(id, 1023 * kBlock);  // the last block
   if (HasFatalFailure()) return;
-  store_.reset();
-  auto s = ShardStore::Open(dir_);
-  ASSERT_TRUE(s.has_value());
-  store_ = std::move(*s);
+  Reopen();
+  if (HasFatalFailure()) return;
   EXPECT_EQ(store_->Read(id, 1023 * kBlock, 1, out).code(), Code::kCorruption);
   ExpectRange(id, data, 0, kBlock);
+}
+
+TEST_F(ShardStoreTest, ReopenKeepsShardsAndFreesUnrecordedSlots) {
+  std::mt19937_64 rng(9);
+  const uint64_t cap = 64 * kKiB;
+  std::vector<std::pair<ShardId, std::string>> kept;
+  for (uint64_t i = 0; i < 20; i++) {
+    ShardId id{100 + i, i, 1, uint32_t(i % 6)};
+    std::string d = RandomBytes(rng, (1 + i % 16) * kBlock);
+    ASSERT_TRUE(store_->Write(id, 0, 0, d, cap).ok());
+    d.resize(cap, '\0');
+    kept.emplace_back(id, std::move(d));
+  }
+  ASSERT_TRUE(store_->Delete(kept[3].first).ok());
+  kept.erase(kept.begin() + 3);
+  Reopen();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(store_->ShardCount(), kept.size());
+  for (auto& [id, ref] : kept) {
+    ExpectRange(id, ref, 0, cap);
+    if (HasFatalFailure()) return;
+  }
+  std::string out;
+  EXPECT_EQ(store_->Read(ShardId{103, 3, 1, 3}, 0, 1, out).code(), Code::kNotFound);
+  // New writes use the existing data files, and nothing collides.
+  for (uint64_t i = 0; i < 5; i++) {
+    ShardId id{900 + i, 0, 1, 0};
+    ASSERT_TRUE(store_->Write(id, 0, 0, std::string(kBlock, char('a' + i)), cap).ok());
+    ExpectRange(id, std::string(kBlock, char('a' + i)) + std::string(cap - kBlock, '\0'), 0, cap);
+  }
+  for (auto& [id, ref] : kept) ExpectRange(id, ref, 0, cap);
 }
 
 TEST_F(ShardStoreTest, DeleteThenReadIsNotFound) {
@@ -338,11 +373,14 @@ TEST_F(ShardStoreTest, DeleteThenReadIsNotFound) {
   const ShardId id{4, 4, 4, 4};
   ASSERT_TRUE(store_->Write(id, 0, 0, std::string(cap, 'q'), cap).ok());
   std::string out;
-  ASSERT_TRUE(store_->Read(id, 0, 10, out).ok());  // cached
+  ASSERT_TRUE(store_->Read(id, 0, 10, out).ok());
   ASSERT_TRUE(store_->Delete(id).ok());
   EXPECT_EQ(store_->Read(id, 0, 10, out).code(), Code::kNotFound);
-  EXPECT_FALSE(std::filesystem::exists(store_->PathOf(id)));
+  EXPECT_EQ(store_->Locate(id).error().code(), Code::kNotFound);
   EXPECT_EQ(store_->Delete(id).code(), Code::kNotFound);
+  Reopen();  // the delete is durable
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(store_->Read(id, 0, 10, out).code(), Code::kNotFound);
 }
 
 TEST_F(ShardStoreTest, RewriteSameIdReplacesCachedShard) {
@@ -388,10 +426,8 @@ TEST_F(ShardStoreTest, BatchedEngineReadsMatchReference) {
   eo.io_poll = false;
   auto engine = RandomReadEngine::Create(eo);
   ASSERT_TRUE(engine.has_value()) << engine.error().ToString();
-  store_.reset();
-  auto s = ShardStore::Open(dir_, std::move(*engine));
-  ASSERT_TRUE(s.has_value());
-  store_ = std::move(*s);
+  Reopen(std::move(*engine));
+  if (HasFatalFailure()) return;
   Counter& submits = GetCounter("dss.uring_submits");
 
   std::mt19937_64 rng(21);
@@ -407,7 +443,7 @@ TEST_F(ShardStoreTest, BatchedEngineReadsMatchReference) {
   }
   const ShardId missing{99, 0, 1, 0};
   const ShardId corrupt = ids[3];
-  FlipByteOnDisk(corrupt, DataStart(cap) + 10 * kBlock + 5);  // block 10 of shard 3
+  FlipByteOnDisk(corrupt, 10 * kBlock + 5);  // block 10 of shard 3
   if (HasFatalFailure()) return;
 
   for (int round = 0; round < 20; round++) {

@@ -1,0 +1,216 @@
+"""What the read benchmarks share: a cluster whose RAM tiers can be sized or
+turned off, data sets written once, fio runs measured from outside
+(IOPS and latency from fio; bytes read by the disk device from
+/sys/block/*/stat; CPU time of every process from /proc and rusage; cache hit
+rates from the rustfs counters), and the table they print.
+
+A cold row is one no RAM tier of ours served: the client's fragment cache and
+the DSS hot tiers are off (or the data set is several times their size, and
+the hit rates beside the row say so), and the page cache is dropped first.
+"""
+import json
+import os
+import resource
+import shlex
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+COMMANDS = []  # every command that produced a figure, printed at the end
+
+
+def q(cmd, env=None):
+    pre = "".join(f"{k}={shlex.quote(v)} " for k, v in (env or {}).items())
+    return pre + " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+def run(cmd, env=None, record=True, **kw):
+    if record:
+        COMMANDS.append(q(cmd, env))
+    full_env = dict(os.environ, **env) if env else None
+    return subprocess.run([str(c) for c in cmd], check=True, env=full_env, **kw)
+
+
+def parse_size(s):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def fill(path, size):
+    """Writes `size` random bytes to path (kept if already that size)."""
+    if os.path.exists(path) and os.path.getsize(path) == size:
+        return
+    print(f"writing {size >> 20} MiB of random data to {path}", flush=True)
+    run(["dd", "if=/dev/urandom", f"of={path}", "bs=4M", f"count={size >> 22}", "conv=fsync",
+         "status=none"])
+
+
+# --- measurements from outside the processes ---------------------------------
+
+def device_of(path):
+    """The whole-disk block device (e.g. 'vda') holding path."""
+    st = os.stat(path)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    sys = os.path.realpath(f"/sys/dev/block/{major}:{minor}")
+    # A partition's sysfs node sits inside its disk's.
+    if os.path.exists(os.path.join(sys, "partition")):
+        sys = os.path.dirname(sys)
+    return os.path.basename(sys)
+
+
+def device_read_bytes(dev):
+    with open(f"/sys/block/{dev}/stat") as f:
+        return int(f.read().split()[2]) * 512  # sectors read
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError):
+            pass
+    return total / CLK_TCK
+
+
+def children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+# --- a cluster the benchmark owns ---------------------------------------------
+
+class BenchCluster:
+    """A local cluster in `root` whose RAM tiers are sized (or turned off)
+    by the benchmark, restarted between phases with its data kept."""
+
+    def __init__(self, root, rustfs, port, client_cache, hot_tier):
+        self.root, self.rustfs, self.port = root, rustfs, port
+        self.dir, self.mnt = os.path.join(root, "cluster"), os.path.join(root, "mnt")
+        self.client_cache, self.hot_tier = client_cache, hot_tier
+        run([rustfs, "cluster", "up", "--dir", self.dir, "--port", port, "--config-only"],
+            capture_output=True)
+        self.config = os.path.join(self.dir, "rustfs.toml")
+        self.tiers = None
+
+    def start(self, tiers):
+        """(Re)starts every process with the RAM tiers on or off."""
+        self.stop()  # a cluster left running by an earlier run takes the new config too
+        with open(self.config) as f:
+            lines = f.read().splitlines()
+        section, out = "", []
+        for line in lines:
+            if line.startswith("["):
+                section = line.strip("[]")
+            key = line.split("=")[0].strip()
+            if section in ("fragment_cache", "dss_hot_tier") and key == "enabled":
+                line = f"enabled = {'true' if tiers else 'false'}"
+            elif section == "fragment_cache" and key == "capacity":
+                line = f'capacity = "{self.client_cache >> 20}MiB"'
+            elif section == "dss_hot_tier" and key == "capacity":
+                line = f'capacity = "{self.hot_tier >> 20}MiB"'
+            out.append(line)
+        with open(self.config, "w") as f:
+            f.write("\n".join(out) + "\n")
+        run([self.rustfs, "cluster", "up", "--dir", self.dir, "--mount", self.mnt], capture_output=True)
+        self.tiers = tiers
+
+    def stop(self):
+        subprocess.run([self.rustfs, "cluster", "down", "--dir", self.dir], capture_output=True)
+
+    def pids(self):
+        out = []
+        pdir = os.path.join(self.dir, "pids")
+        for name in os.listdir(pdir):
+            try:
+                out.append(int(open(os.path.join(pdir, name)).read()))
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def stats(self):
+        r = subprocess.run([self.rustfs, "stats", "--dir", self.dir, "--json"], check=True,
+                           capture_output=True, text=True)
+        return json.loads(r.stdout)
+
+
+def delta(after, before, proc, key):
+    return after.get(proc, {}).get(key, 0) - before.get(proc, {}).get(key, 0)
+
+
+def ratio(num, den):
+    return num / den if den else float("nan")
+
+
+# --- fio -------------------------------------------------------------------
+
+def fio(name, path, size, rw_args, runtime, env=None):
+    """One fio job group (4 KiB random reads); its figures."""
+    cmd = ["fio", f"--name={name}", f"--filename={path}", "--rw=randread", "--bs=4k",
+           f"--size={size}", f"--runtime={runtime}", "--time_based", "--randrepeat=0",
+           "--norandommap", "--group_reporting", "--output-format=json"] + list(rw_args)
+    out = run(cmd, env=env, capture_output=True, text=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    r, pct = job["read"], job["read"]["clat_ns"]["percentile"]
+    return {"iops": r["iops"], "ios": r["total_ios"], "bytes": r["io_bytes"], "errors": job["error"],
+            "p50": pct["50.000000"] / 1000, "p99": pct["99.000000"] / 1000}
+
+
+def measure(label, fn, dev, cluster=None, client_counters=None):
+    """Runs fn() (returning fio figures) with the page cache dropped first,
+    and adds device bytes per application byte, CPU µs per read (the
+    cluster's processes and the benchmark's children, i.e. fio) and, for a
+    rustfs row, hit rates and rustfs's own amplification counter."""
+    drop_caches()
+    d0, c0 = device_read_bytes(dev), children_cpu_seconds()
+    s0 = cluster.stats() if cluster else None
+    p0 = cpu_seconds(cluster.pids()) if cluster else 0
+    r = fn()
+    r["label"] = label
+    d1, c1 = device_read_bytes(dev), children_cpu_seconds()
+    ios = max(1, r["ios"])
+    r["dev_amp"] = ratio(d1 - d0, r["bytes"])
+    r["cpu_us"] = ((c1 - c0) + ((cpu_seconds(cluster.pids()) - p0) if cluster else 0)) * 1e6 / ios
+    if cluster:
+        s1 = cluster.stats()
+        client = client_counters() if client_counters else {k: delta(s1, s0, "client", k) for k in s1.get("client", {})}
+        hits, misses = client.get("client.cache_page_hits", 0), client.get("client.cache_page_misses", 0)
+        hot_h = delta(s1, s0, "dss-total", "dss.hot_tier.cache_page_hits")
+        hot_m = delta(s1, s0, "dss-total", "dss.hot_tier.cache_page_misses")
+        r["client_hit"] = ratio(hits, hits + misses) if cluster.tiers else None
+        r["hot_hit"] = ratio(hot_h, hot_h + hot_m) if cluster.tiers else None
+        r["own_amp"] = ratio(delta(s1, s0, "dss-total", "dss.disk_bytes_read"),
+                             client.get("client.app_bytes_read", 0))
+        r["hedged"] = client.get("client.hedged_reads", 0)
+        r["rebuilt"] = client.get("client.reconstructions", 0)
+    return r
+
+
+def print_table(title, rows, ceilings):
+    """rows: measure() results; ceilings: label -> the local row it is compared to."""
+    print(f"\n{title}")
+    print(f"{'row':<34}{'IOPS':>9}{'p50 us':>9}{'p99 us':>9}{'ratio':>7}{'dev/app':>9}{'ours':>7}"
+          f"{'CPU us':>8}{'client hit':>11}{'hot hit':>9}{'hedged':>8}{'rebuilt':>8}")
+
+    def pct(v):
+        return "off" if v is None else f"{v:.1%}"
+
+    for r in rows:
+        base = ceilings.get(r["label"])
+        line = (f"{r['label']:<34}{r['iops']:>9.0f}{r['p50']:>9.1f}{r['p99']:>9.1f}"
+                f"{ratio(r['iops'], base['iops']) if base else 1.0:>7.2f}{r['dev_amp']:>9.2f}")
+        if "own_amp" in r:
+            line += (f"{r['own_amp']:>7.2f}{r['cpu_us']:>8.1f}{pct(r['client_hit']):>11}{pct(r['hot_hit']):>9}"
+                     f"{r['hedged']:>8}{r['rebuilt']:>8}")
+        else:
+            line += f"{'-':>7}{r['cpu_us']:>8.1f}{'-':>11}{'-':>9}{'-':>8}{'-':>8}"
+        print(line + ("  ERRORS" if r["errors"] else ""))

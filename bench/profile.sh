@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Where the CPU of cold 4 KiB random reads goes: a fresh cluster with its RAM
+# tiers off, fio reading a data set through the FUSE mount, and `perf record`
+# (software cpu-clock: this VM has no hardware counters) over the whole
+# machine for part of the run. Prints the share of samples per process
+# (command name), then the top functions of each rustfs process and of fio,
+# kernel and user space together; then the commands. Figures only.
+#
+#   bench/profile.sh [fio job args...]
+#   SIZE (default 2G)  RUNTIME (default 20)  PROFILE_SECONDS (default 10)  PORT (default 9600)
+#   default job: --ioengine=libaio --direct=1 --iodepth=32 --numjobs=4
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SIZE=${SIZE:-2G}
+RUNTIME=${RUNTIME:-20}
+PROFILE_SECONDS=${PROFILE_SECONDS:-10}
+PORT=${PORT:-9600}
+JOB=("$@")
+[ ${#JOB[@]} -eq 0 ] && JOB=(--ioengine=libaio --direct=1 --iodepth=32 --numjobs=4)
+command -v perf >/dev/null || { echo "profile: perf not found (Debian: linux-perf)" >&2; exit 2; }
+
+work=$(mktemp -d /var/tmp/rustfs-profile.XXXXXX)
+cleanup() {
+  "$ROOT/build/bin/rustfs" cluster down --dir "$work/cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cmds=()
+say() { cmds+=("$*"); "$@"; }
+
+say "$ROOT/build/bin/rustfs" cluster up --dir "$work/cluster" --port "$PORT" --config-only >/dev/null
+# Cold: the client's fragment cache and the DSS hot tiers off.
+sed -i '/^\[fragment_cache\]/,/^\[/ s/^enabled = true/enabled = false/; /^\[dss_hot_tier\]/,/^\[/ s/^enabled = true/enabled = false/' \
+  "$work/cluster/rustfs.toml"
+say "$ROOT/build/bin/rustfs" cluster up --dir "$work/cluster" --mount "$work/mnt" >/dev/null
+count=$(( $(numfmt --from=iec "$SIZE") >> 22 ))
+say dd if=/dev/urandom of="$work/mnt/data.bin" bs=4M count="$count" conv=fsync status=none
+sync
+echo 3 >/proc/sys/vm/drop_caches
+
+export LD_PRELOAD="$ROOT/build/src/librustfs_preload.so"
+fio_cmd=(fio --name=profile --filename="$work/mnt/data.bin" --rw=randread --bs=4k --size="$SIZE"
+         --runtime="$RUNTIME" --time_based --randrepeat=0 --norandommap --group_reporting "${JOB[@]}")
+cmds+=("LD_PRELOAD=$LD_PRELOAD ${fio_cmd[*]}")
+"${fio_cmd[@]}" >"$work/fio.txt" &
+fio_pid=$!
+unset LD_PRELOAD
+sleep 3
+say perf record -q -e cpu-clock -F 999 -a -g -o "$work/perf.data" -- sleep "$PROFILE_SECONDS" 2>/dev/null
+wait "$fio_pid"
+grep -E "IOPS=|lat \(usec\)|clat percentiles" "$work/fio.txt" | head -3
+
+echo
+echo "== samples per process (all CPUs, ${PROFILE_SECONDS} s)"
+{ perf report -i "$work/perf.data" --stdio --sort comm --no-children 2>/dev/null | grep -E '^ +[0-9]' | head -15; } || true
+for comm in rustfs-fuse rustfs-dss fio rustfs-mds; do
+  echo
+  echo "== top functions of $comm"
+  { perf report -i "$work/perf.data" --stdio --comm "$comm" --sort dso,sym --no-children -g none 2>/dev/null |
+      grep -E '^ +[0-9]' | head -25; } || true
+done
+echo
+echo "commands:"
+for c in "${cmds[@]}"; do echo "  $c"; done
