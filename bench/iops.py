@@ -22,7 +22,7 @@ CPU µs per read of every process (fio and all rustfs daemons), cache hit
 rates, hedged reads and rebuilt pieces; then every command it ran. Asserts
 nothing: figures only. Stops the cluster and removes what it made.
 
-  bench/iops.py [--size 4G] [--runtime 15] [--port 9400] [--local-dir /var/tmp]
+  bench/iops.py [--size 4G] [--runtime 15] [--port 9400] [--local-dir /var/tmp] [--only QD1,QD32] [--no-cached]
 """
 import argparse
 import json
@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--client-cache", default="256M", help="fragment cache in the cached phase")
     ap.add_argument("--hot-tier", default="64M", help="each DSS's hot tier in the cached phase")
     ap.add_argument("--build-dir", default=os.environ.get("RUSTFS_BUILD_DIR", os.path.join(B.ROOT, "build")))
+    ap.add_argument("--only", help="comma-separated row names to run (e.g. QD1,QD32), default all")
+    ap.add_argument("--no-cached", action="store_true", help="skip the cached rows")
     args = ap.parse_args()
     size = B.parse_size(args.size)
     build = os.path.abspath(args.build_dir)
@@ -72,11 +74,11 @@ def main():
         if not have_engine:
             print(f"note: {engine} not built (no third_party/fio-src): native rows skipped")
 
-        def native_job(name, extra, rng=None):
+        def native_job(name, extra, rng=None, runtime=None):
             stats_file = os.path.join(tmp, f"{name}.json")
             args_ = [f"--ioengine=external:{engine}", f"--rustfs_config={cl.config}",
                      f"--rustfs_stats={stats_file}"] + extra
-            r = B.fio(name, "/dataset.bin", rng or args.size, args_, args.runtime)
+            r = B.fio(name, "/dataset.bin", rng or args.size, args_, runtime or args.runtime)
             with open(stats_file) as f:
                 r["_client"] = json.loads(f.read().splitlines()[-1])
             return r
@@ -93,11 +95,16 @@ def main():
         cl.start(tiers=False)
         print(f"\ncold: {args.size} data set, RAM tiers off, page cache dropped before each row, "
               f"{args.runtime} s per row, device {dev}", flush=True)
+        only = [o.strip() for o in args.only.split(",")] if args.only else None
+        warm = 2  # seconds of the same job after each drop: code faults back in (see benchlib.measure)
         for suffix, fio_args, native_args in jobs:
-            loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev)
+            if only and not any(suffix.startswith(o + " ") or suffix == o for o in only):
+                continue
+            loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev,
+                            warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
             cold.append(loc)
             fuse = B.measure(f"fuse {suffix}", lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
-                             dev, cl)
+                             dev, cl, warmup=lambda: B.fio("fuse", data, args.size, fio_args, warm, env=shim))
             cold.append(fuse)
             base[fuse["label"]] = loc
             if native_args and have_engine:
@@ -106,11 +113,14 @@ def main():
                 def nat():
                     holder["r"] = native_job("native", native_args)
                     return holder["r"]
-                n = B.measure(f"native {suffix}", nat, dev, cl, lambda: holder["r"]["_client"])
+                n = B.measure(f"native {suffix}", nat, dev, cl, lambda: holder["r"]["_client"],
+                              warmup=lambda: native_job("warm", native_args, runtime=warm))
                 cold.append(n)
                 base[n["label"]] = loc
         B.print_table("cold 4 KiB random reads (no RAM tier of ours serves them)", cold, base)
 
+        if args.no_cached:
+            return
         cl.start(tiers=True)
         warm = [("fuse QD32 x 4 O_DIRECT", lambda: B.fio("fuse", data, CACHED_RANGE, jobs[1][1], args.runtime, env=shim))]
         if have_engine:

@@ -50,9 +50,11 @@ def main():
         cl.start(tiers=False)
         rows, base = [], {}
         for name, fio_args in jobs:
-            loc = B.measure(f"local {name}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev)
+            loc = B.measure(f"local {name}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev,
+                            warmup=lambda: B.fio("local", local, args.size, fio_args, 2))
             ours = B.measure(f"rustfs FUSE {name}", lambda: B.fio("fuse", data, args.size, fio_args,
-                                                                    args.runtime, env=shim), dev, cl)
+                                                                    args.runtime, env=shim), dev, cl,
+                             warmup=lambda: B.fio("fuse", data, args.size, fio_args, 2, env=shim))
             rows += [loc, ours]
             base[ours["label"]] = loc
         B.print_table(f"cold: {args.size} data set, RS 4+2 on 6 local DSS, RAM tiers off, "

@@ -1,5 +1,7 @@
 #include "dss/dss_service.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -27,8 +29,9 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
     return Err(InvalidArgument("--id " + std::to_string(id) + " but [[dss]] lists " +
                                std::to_string(cfg.dss.size()) + " servers"));
   std::unique_ptr<DssService> s(new DssService(cfg, id));
-  // NUMA (LLD-002 §5.4): the poller on a core of the disk's node, and this
-  // process's memory preferably from that node.
+  // NUMA (LLD-002 §5.4): the threads that reap the disk's completions (the
+  // RPC I/O threads: they submit and reap themselves) on a core of the
+  // disk's node, and this process's memory preferably from that node.
   PinningOptions po;
   po.mode = cfg.random_io.numa_pinning;
   po.data_dir = cfg.dss[id].data_dir;
@@ -42,14 +45,18 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   }
   auto place = PlacePoller(po);
   if (!place) return Err(place.error());
-  LOG_INFO("dss {}: io_uring poller on CPU {} (NUMA node {}): {}", id, place->cpu, place->node,
-           place->reason);
+  LOG_INFO("dss {}: I/O threads (io_uring reapers) on CPU {} (NUMA node {}): {}", id, place->cpu,
+           place->node, place->reason);
   GetCounter("dss.poller_pinned").Add(place->cpu >= 0 ? 1 : 0);
   PreferNodeForNewMemory(place->node);
   std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
   std::filesystem::create_directories(cfg.dss[id].data_dir, ec);
+  s->server_.OnThreadStart([cpu = place->cpu] {
+    pthread_setname_np(pthread_self(), "dss-io");
+    if (Status st = PinCurrentThread(cpu); !st.ok())
+      LOG_WARN("DSS I/O thread not pinned to CPU {}: {}", cpu, st.ToString());
+  });
   RandomReadEngine::Options eo;
-  eo.poller_cpu = place->cpu;
   eo.queue_depth = cfg.random_io.queue_depth;
   eo.io_poll = cfg.random_io.io_poll;
   eo.probe_dir = cfg.dss[id].data_dir;
@@ -106,21 +113,11 @@ void DssService::RegisterHandlers() {
     if (total > net::kMaxPayloadBytes) return InvalidArgument("batch read too large");
     batches.Inc();
     pb::BatchReadReply rep;
-    std::vector<Segment> segs = BatchRead(*req);
-    reply.payload.reserve(total);
-    for (const Segment& seg : segs) {
-      auto* res = rep.add_results();
-      // One failing segment (a missing or corrupt shard) fails only itself:
-      // the client repairs just that piece.
-      if (!seg.status.ok()) {
-        res->set_code(ToWire(seg.status.code()));
-        res->set_error(seg.status.message());
-        continue;
-      }
-      res->set_length(seg.bytes.size());
-      reply.payload += seg.bytes;
+    BatchRead(*req, rep, reply.payload);
+    for (const auto& res : rep.results()) {
+      if (res.code() != 0) continue;
       reads.Inc();
-      served.Add(seg.bytes.size());
+      served.Add(res.length());
     }
     rep.SerializeToString(&reply.body);
     return Status::Ok();
@@ -150,48 +147,75 @@ Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length
                            });
 }
 
-// The segments' pieces that the hot tier lacks all go to the store as one
-// batch (one io_uring submission for the random ones), then into the tier.
-std::vector<DssService::Segment> DssService::BatchRead(const pb::BatchReadReq& req) {
-  std::vector<Segment> segs(req.reads_size());
+// Serves a BatchRead into one reply payload: each segment has its place in
+// it (request order), hot-tier hits are copied there and the rest is read
+// from disk straight into it (one copy, from the store's aligned arena); the
+// pieces the hot tier lacks go to the store as one batch (one io_uring
+// submission for the random ones) and then into the tier. A failed segment
+// (a missing or corrupt shard) fails only itself, and its place is cut out:
+// the client repairs just that piece.
+void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep, std::string& payload) {
+  const int n = req.reads_size();
+  std::vector<uint64_t> at(n + 1, 0);
+  for (int i = 0; i < n; i++) at[i + 1] = at[i] + req.reads(i).length();
+  payload.assign(at[n], '\0');
+  std::vector<Status> status(n);
   std::vector<ShardRead> pieces;
-  std::vector<size_t> piece_seg;  // segment index of each piece
-  for (int i = 0; i < req.reads_size(); i++) {
+  struct Staged {        // a hot-tier miss wider than its segment (whole pages)
+    size_t piece;
+    std::string buf;
+  };
+  std::vector<Staged> staged;
+  std::vector<int> piece_seg;
+  for (int i = 0; i < n; i++) {
     const auto& r = req.reads(i);
     const ShardId id = FromPb(r.key());
-    Segment& seg = segs[i];
-    seg.bytes.assign(r.length(), '\0');
+    char* dst = payload.data() + at[i];
     std::vector<cache::FragmentCache::Range> missing;
     if (hot_)
-      missing = hot_->Read(HotKey(id), r.offset(), r.length(), seg.bytes.data());
+      missing = hot_->Read(HotKey(id), r.offset(), r.length(), dst);
     else
       missing.push_back({r.offset(), r.length()});
     for (const auto& m : missing) {
-      pieces.push_back({id, m.offset, m.length, nullptr, {}});
+      const bool inside = m.offset >= r.offset() && m.offset + m.length <= r.offset() + r.length();
+      pieces.push_back({id, m.offset, m.length, inside ? dst + (m.offset - r.offset()) : nullptr, {}});
       piece_seg.push_back(i);
+      if (!inside) staged.push_back({pieces.size() - 1, std::string(m.length, '\0')});
     }
   }
-  // Hot-tier misses are whole pages (they are cached as such), so they get
-  // their own buffers and are copied into the segment after.
-  std::vector<std::string> bufs(pieces.size());
-  for (size_t j = 0; j < pieces.size(); j++) {
-    bufs[j].assign(pieces[j].length, '\0');
-    pieces[j].dst = bufs[j].data();
-  }
+  for (Staged& st : staged) pieces[st.piece].dst = st.buf.data();
   store_->ReadBatch(pieces);
+  for (Staged& st : staged) {  // the segment's share of the widened piece
+    const ShardRead& p = pieces[st.piece];
+    if (!p.status.ok()) continue;
+    const auto& r = req.reads(piece_seg[st.piece]);
+    uint64_t s = std::max(p.offset, r.offset()), e = std::min(p.offset + p.length, r.offset() + r.length());
+    if (s < e) std::memcpy(payload.data() + at[piece_seg[st.piece]] + (s - r.offset()), st.buf.data() + (s - p.offset), e - s);
+  }
   for (size_t j = 0; j < pieces.size(); j++) {
     const ShardRead& p = pieces[j];
-    const auto& r = req.reads(int(piece_seg[j]));
-    Segment& seg = segs[piece_seg[j]];
     if (!p.status.ok()) {
-      seg.status = p.status;
+      if (status[piece_seg[j]].ok()) status[piece_seg[j]] = p.status;
       continue;
     }
-    if (hot_) hot_->Insert(HotKey(p.id), p.offset, bufs[j], cache::FragmentCache::Tier::kFrequency);
-    uint64_t s = std::max(p.offset, r.offset()), e = std::min(p.offset + p.length, r.offset() + r.length());
-    std::memcpy(seg.bytes.data() + (s - r.offset()), bufs[j].data() + (s - p.offset), e - s);
+    if (hot_) hot_->Insert(HotKey(p.id), p.offset, std::string_view(p.dst, p.length),
+                           cache::FragmentCache::Tier::kFrequency);
   }
-  return segs;
+  // Results, and the payload closed up over failed segments (rare).
+  uint64_t out = 0;
+  for (int i = 0; i < n; i++) {
+    auto* res = rep.add_results();
+    const uint64_t len = at[i + 1] - at[i];
+    if (!status[i].ok()) {
+      res->set_code(ToWire(status[i].code()));
+      res->set_error(status[i].message());
+      continue;
+    }
+    res->set_length(len);
+    if (out != at[i]) std::memmove(payload.data() + out, payload.data() + at[i], len);
+    out += len;
+  }
+  payload.resize(out);
 }
 
 void DssService::HeartbeatLoop() {

@@ -26,11 +26,7 @@ class DssService {
   void RegisterHandlers();
   void HeartbeatLoop();
   Status ReadShard(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
-  struct Segment {
-    std::string bytes;
-    Status status;
-  };
-  std::vector<Segment> BatchRead(const pb::BatchReadReq& req);
+  void BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep, std::string& payload);
 
   Config cfg_;
   uint32_t id_;

@@ -22,16 +22,20 @@ namespace rustfs::dss {
 namespace {
 
 constexpr uint64_t kBlock = RandomReadEngine::kBlock;
-// CQEs the poller takes per peek; bounds its stack, not throughput.
+// CQEs a reaper takes per peek; bounds its stack, not throughput.
 constexpr unsigned kReapBatch = 256;
 // EAGAIN/EINTR completions and submissions are retried this many times
 // before they count as failures: they are transient by definition, but a
 // bound keeps a wedged kernel from spinning a caller forever.
 constexpr int kMaxRetries = 16;
 constexpr int kMaxSubmitRetries = 1000;
-// The poller rechecks its state this often while ops are in flight, so it can
-// never sleep through a state change it was not woken for.
-constexpr long kPollerWaitNs = 100'000'000;  // 100 ms
+// A reaper rechecks its state this often while it waits on the ring, so it
+// can never sleep through a state change it was not woken for.
+constexpr long kReapWaitNs = 100'000'000;  // 100 ms
+// How long a reaper polls the ring before it sleeps, when few reads are in
+// flight: about two reads of this disk.
+constexpr auto kReapSpin = std::chrono::microseconds(150);
+constexpr uint32_t kLightLoad = 4;  // SQEs in flight
 
 uint64_t AlignDown(uint64_t v) { return v & ~(kBlock - 1); }
 uint64_t AlignUp(uint64_t v) { return AlignDown(v + kBlock - 1); }
@@ -131,7 +135,7 @@ struct RandomReadEngine::Slot {
   uint64_t file_off = 0;  // file offset of buf[0]
   uint64_t span = 0;      // bytes wanted in buf
   uint64_t done = 0;      // bytes already in buf
-  int res = 0;            // last CQE result; written by the poller
+  int res = 0;            // last CQE result; written by the reaper
   int retries = 0;
 
   Slot() = default;
@@ -140,11 +144,11 @@ struct RandomReadEngine::Slot {
   ~Slot() { std::free(bounce); }
 };
 
-// Where the poller hands a ReadBatch call its completed slots.
+// Where the reaper hands a ReadBatch call its completed slots.
 struct RandomReadEngine::Batch {
   std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Slot*> done;  // guarded by mu
+  std::vector<Slot*> done;         // guarded by mu
+  std::atomic<bool> ready{false};  // done is not empty (read without mu)
 };
 
 RandomReadEngine::RandomReadEngine(const Options& options, std::unique_ptr<io_uring> ring,
@@ -161,12 +165,6 @@ RandomReadEngine::RandomReadEngine(const Options& options, std::unique_ptr<io_ur
 }
 
 RandomReadEngine::~RandomReadEngine() {
-  {
-    std::lock_guard l(mu_);
-    stop_ = true;
-  }
-  poller_cv_.notify_all();
-  if (poller_.joinable()) poller_.join();
   io_uring_queue_exit(ring_.get());
   // Counters only add; adding 2^64 - 1 wraps to a decrement.
   if (io_poll_active_) poll_active_.Add(~uint64_t{0});
@@ -206,23 +204,13 @@ Result<std::unique_ptr<RandomReadEngine>> RandomReadEngine::Create(Options optio
     int r = InitRing(ring.get(), options.queue_depth, 0);
     if (r < 0) return Err(Status::FromErrno(-r, "io_uring setup"));
   }
-  // The poller waits with a timeout; without EXT_ARG liburing would implement
+  // A reaper waits with a timeout; without EXT_ARG liburing would implement
   // that with a timeout SQE, racing the submitters for the SQ.
   if (!(ring->features & IORING_FEAT_EXT_ARG)) {
     io_uring_queue_exit(ring.get());
     return Err(Unavailable("io_uring lacks IORING_FEAT_EXT_ARG (needs Linux 5.11 or later)"));
   }
-  std::unique_ptr<RandomReadEngine> engine(new RandomReadEngine(options, std::move(ring), polled));
-  try {
-    engine->poller_ = std::thread([e = engine.get(), cpu = options.poller_cpu] {
-      if (Status s = PinCurrentThread(cpu); !s.ok())
-        LOG_WARN("io_uring poller not pinned to CPU {}: {}", cpu, s.ToString());
-      e->PollerLoop();
-    });
-  } catch (const std::system_error& e) {
-    return Err(Internal(std::string("start io_uring poller: ") + e.what()));
-  }
-  return engine;
+  return std::unique_ptr<RandomReadEngine>(new RandomReadEngine(options, std::move(ring), polled));
 }
 
 Result<OpenedFile> RandomReadEngine::OpenForRead(const std::string& path, bool direct) {
@@ -318,11 +306,7 @@ Status RandomReadEngine::ReadBatch(std::span<ReadOp> ops, std::vector<Status>* p
       }
     }
     if (outstanding == 0) continue;
-    {
-      std::unique_lock l(batch.mu);
-      batch.cv.wait(l, [&] { return !batch.done.empty(); });
-      reaped.swap(batch.done);
-    }
+    Await(batch, reaped);
     for (Slot* s : reaped) {
       --outstanding;
       if (Complete(s, &status_of(s))) {
@@ -369,7 +353,7 @@ Status RandomReadEngine::SubmitSome(const std::vector<Slot*>& pending, size_t* h
   }
   if (wave->empty()) return Status::Ok();
   inflight_ += wave->size();
-  if (poller_idle_) poller_cv_.notify_one();
+  inflight_light_.store(inflight_ <= kLightLoad, std::memory_order_relaxed);
 
   // The kernel may take fewer SQEs than offered (rarely, under memory
   // pressure); the rest stay in the SQ and the next call offers them again.
@@ -383,7 +367,7 @@ Status RandomReadEngine::SubmitSome(const std::vector<Slot*>& pending, size_t* h
       continue;
     }
     if ((r == 0 || r == -EINTR || r == -EAGAIN || r == -EBUSY) && ++tries < kMaxSubmitRetries) {
-      // EBUSY: completions back up; the poller drains them without mu_.
+      // EBUSY: completions back up; a reaper drains them without mu_.
       std::this_thread::sleep_for(std::chrono::microseconds(100));
       continue;
     }
@@ -459,27 +443,54 @@ void RandomReadEngine::ReadSync(Slot* s, Status* status) {
   }
 }
 
-void RandomReadEngine::PollerLoop() {
+// Whoever waits reaps: one caller at a time waits on the ring for
+// everyone's completions and hands each to its batch, and the others sleep
+// until theirs arrive or the reaper leaves (then one of them takes over).
+// A caller alone on the engine, the usual case at low depth, reaps its own
+// completions: no thread wakes another between the kernel and the caller.
+void RandomReadEngine::Await(Batch& batch, std::vector<Slot*>& out) {
+  for (;;) {
+    {
+      std::lock_guard bl(batch.mu);
+      if (!batch.done.empty()) {
+        out.swap(batch.done);
+        batch.ready = false;
+        return;
+      }
+    }
+    std::unique_lock l(mu_);
+    if (reaping_) {
+      reap_cv_.wait(l, [&] { return !reaping_ || batch.ready.load(); });
+      continue;
+    }
+    reaping_ = true;
+    l.unlock();
+    ReapUntil(batch);
+    l.lock();
+    reaping_ = false;
+    l.unlock();
+    reap_cv_.notify_all();  // one that still waits takes over
+  }
+}
+
+void RandomReadEngine::ReapUntil(Batch& mine) {
   io_uring_cqe* cqes[kReapBatch];
   struct Reaped {
     Slot* slot;
     int res;
   } reaped[kReapBatch];
-  for (;;) {
-    {
-      std::unique_lock l(mu_);
-      if (inflight_ == 0) {
-        // Sleep rather than wait on the ring: a polled ring's wait returns at
-        // once when nothing is in flight, which would spin.
-        poller_idle_ = true;
-        poller_cv_.wait(l, [&] { return stop_ || inflight_ > 0; });
-        poller_idle_ = false;
-        if (inflight_ == 0) return;  // stop_ with nothing left to reap
+  while (!mine.ready.load()) {
+    io_uring_cqe* cqe = nullptr;
+    // Under light load (a few reads in flight, the queue-depth-1 case) the
+    // reply is one disk read away: polling the ring for it costs less CPU
+    // than the wake-up that sleeping in the kernel would cost (TARGETS.md).
+    if (inflight_light_.load(std::memory_order_relaxed)) {
+      const auto until = std::chrono::steady_clock::now() + kReapSpin;
+      while (io_uring_peek_cqe(ring_.get(), &cqe) != 0 && std::chrono::steady_clock::now() < until) {
       }
     }
-    io_uring_cqe* cqe = nullptr;
-    __kernel_timespec ts{.tv_sec = 0, .tv_nsec = kPollerWaitNs};
-    int r = io_uring_wait_cqe_timeout(ring_.get(), &cqe, &ts);
+    __kernel_timespec ts{.tv_sec = 0, .tv_nsec = kReapWaitNs};
+    int r = cqe ? 0 : io_uring_wait_cqe_timeout(ring_.get(), &cqe, &ts);
     if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN) {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))
@@ -500,19 +511,27 @@ void RandomReadEngine::PollerLoop() {
       // ring itself is no ordering a race detector can see.
       std::lock_guard l(mu_);
       inflight_ -= n;
+      inflight_light_.store(inflight_ <= kLightLoad, std::memory_order_relaxed);
       if (space_waiters_ > 0) space_cv_.notify_all();
     }
+    bool others = false;
     for (unsigned i = 0; i < n; ++i) {
       Slot* s = reaped[i].slot;
       if (s == nullptr) continue;
       s->res = reaped[i].res;
       Batch* b = s->batch;
-      // Notify under the lock: once it is released the caller may return and
-      // destroy the batch, so nothing of it may be touched afterwards.
+      // Once b->mu is released its owner may take the slots and return,
+      // destroying the batch: nothing of it is touched afterwards.
       std::lock_guard bl(b->mu);
-      bool was_empty = b->done.empty();
       b->done.push_back(s);
-      if (was_empty) b->cv.notify_one();
+      b->ready = true;
+      others |= b != &mine;
+    }
+    if (others) {
+      // Under mu_, so a waiter cannot check its batch between our setting
+      // `ready` and this notification and then sleep through it.
+      std::lock_guard l(mu_);
+      reap_cv_.notify_all();
     }
   }
 }

@@ -1,15 +1,17 @@
 // The DSS's random-read I/O path (LLD-002 §5.1): one io_uring per disk with a
-// high queue depth, batched submission and a dedicated completion poller, so
-// many small reads are in flight at once instead of one blocked thread each.
+// high queue depth and batched submission, so many small reads are in flight
+// at once instead of one blocked thread each.
 //
 // Threading: one ring, SQEs are prepared and submitted under a mutex (a
-// caller's whole wave goes in with one io_uring_submit), and one poller
-// thread reaps CQEs and hands each to the batch that owns it. This is the
-// design §5.1 describes; a ring per calling thread would also be correct but
-// would split the queue depth between threads, and an IOPOLL ring must be
-// polled by someone, which a caller blocked on its own batch cannot do for
-// the others. Callers copy bounce buffers into their own memory themselves,
-// so the poller only moves completions and never becomes the copy bottleneck.
+// caller's whole wave goes in with one io_uring_submit). Completions are
+// reaped by the callers themselves: one waiting caller at a time waits on
+// the ring (polls it, for IOPOLL) and hands every CQE to the batch that owns
+// it; the others sleep until theirs arrive or the reaper leaves. LLD-002
+// §5.1 has a dedicated poller thread instead; here, a caller alone on the
+// engine then paid two thread wake-ups per batch (poller, then caller) that
+// it now does not, and on this machine wake-ups, not bytes, are the cost of a
+// read (TARGETS.md). Callers copy bounce buffers into their own memory
+// themselves, so a reaper only moves completions.
 //
 // Alignment (LLD-002 §2.3): callers pass exact byte ranges. With
 // Options::direct the engine reads the 4 KiB-aligned superset of each range
@@ -28,6 +30,7 @@
 // "dss.io_poll_active" (live engines whose ring is polled).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -86,18 +89,13 @@ class RandomReadEngine {
     // A directory on the disk this engine reads, for the IOPOLL probe (a temp
     // file is created there and removed). Empty: no probe, no IOPOLL.
     std::string probe_dir;
-    // Pin the completion poller to this CPU (LLD-002 §5.4, chosen by
-    // PlacePoller in numa_pinning.h); -1 = not pinned. A failed pin is
-    // logged and the engine runs unpinned.
-    int poller_cpu = -1;
   };
 
-  // Sets up the ring and starts the poller. InvalidArgument for a bad
-  // queue_depth; IoError/Unavailable when io_uring cannot be set up.
+  // Sets up the ring. InvalidArgument for a bad queue_depth;
+  // IoError/Unavailable when io_uring cannot be set up.
   static Result<std::unique_ptr<RandomReadEngine>> Create(Options options);
 
-  // Stops the poller. No ReadBatch may be running; the poller still drains
-  // anything in flight before it exits.
+  // No ReadBatch may be running.
   ~RandomReadEngine();
 
   RandomReadEngine(const RandomReadEngine&) = delete;
@@ -153,7 +151,11 @@ class RandomReadEngine {
   // Reads what is left of a slot with pread(2); for an op a polled ring
   // refuses (a buffered fd on an IOPOLL ring).
   void ReadSync(Slot* s, Status* status);
-  void PollerLoop();
+  // Waits until `batch` has completions and takes them (see the top of the
+  // file: whoever waits reaps).
+  void Await(Batch& batch, std::vector<Slot*>& out);
+  // Reaps CQEs for every batch until `mine` has one.
+  void ReapUntil(Batch& mine);
 
   const uint32_t queue_depth_;
   const bool direct_;
@@ -162,14 +164,12 @@ class RandomReadEngine {
 
   std::mutex mu_;                      // guards the SQ side of ring_ and everything below
   std::condition_variable space_cv_;   // inflight_ dropped below queue_depth_
-  std::condition_variable poller_cv_;  // inflight_ > 0 or stop_
+  std::condition_variable reap_cv_;    // a batch got completions, or the reaper left
   uint32_t inflight_ = 0;              // SQEs prepared and not yet reaped
   uint32_t space_waiters_ = 0;
-  bool poller_idle_ = false;
-  bool stop_ = false;
+  bool reaping_ = false;               // a caller is waiting on the ring for everyone
+  std::atomic<bool> inflight_light_{true};  // few SQEs in flight: reapers poll before sleeping
   Status broken_;  // set once when the ring refuses submissions
-
-  std::thread poller_;
 
   Counter& submits_;
   Counter& ops_;

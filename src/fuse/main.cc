@@ -14,10 +14,10 @@ int main(int argc, char** argv) {
   app.add_option("--mount", mountpoint, "where to mount")->required();
   app.add_option("--threads", threads, "FUSE worker threads (requests served at once)");
   bool sync_reads = false;
-  unsigned dispatchers = 4;
+  unsigned leaders = 4;
   app.add_flag("--sync-reads", sync_reads,
                "serve each read in the FUSE worker that received it (no batching; for comparison)");
-  app.add_option("--read-dispatchers", dispatchers, "threads serving batched reads");
+  app.add_option("--read-leaders", leaders, "FUSE workers serving batched reads at once");
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("fuse");
 
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   LOG_INFO("mounted on {}", mountpoint);
   std::unique_ptr<rustfs::fuse::ReadBatcher> batcher;
   if (!sync_reads) {
-    batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, dispatchers);
+    batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, leaders);
     rustfs::fuse::UseReadBatcher(batcher.get());
   }
   fuse_loop_config* lc = fuse_loop_cfg_create();

@@ -8,47 +8,38 @@
 
 namespace rustfs::fuse {
 
-ReadBatcher::ReadBatcher(client::Client& client, unsigned dispatchers, size_t max_batch)
-    : client_(client), max_batch_(std::max<size_t>(1, max_batch)) {
-  for (unsigned i = 0; i < std::max(1u, dispatchers); i++) threads_.emplace_back([this] { Loop(); });
-}
+ReadBatcher::ReadBatcher(client::Client& client, unsigned max_leaders, size_t max_batch)
+    : client_(client), max_leaders_(std::max(1u, max_leaders)), max_batch_(std::max<size_t>(1, max_batch)) {}
 
 ReadBatcher::~ReadBatcher() {
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : threads_) t.join();
+  // Leaders are FUSE workers: the session loop has ended before this runs,
+  // so none is still serving.
+  std::lock_guard lk(mu_);
+  if (!queue_.empty()) LOG_ERROR("read batcher destroyed with {} reads unanswered", queue_.size());
 }
 
 void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size) {
-  {
-    std::lock_guard lk(mu_);
-    queue_.push_back({req, file, offset, size});
-  }
-  cv_.notify_one();
-}
-
-void ReadBatcher::Loop() {
   static Counter& batches = GetCounter("fuse.read_batches");
   static Counter& reads = GetCounter("fuse.batched_reads");
+  std::unique_lock lk(mu_);
+  queue_.push_back({req, file, offset, size});
+  if (leaders_ >= max_leaders_) return;  // a leader takes it with its next batch
+  // This worker leads: it serves what is queued (its own read and any that
+  // arrived meanwhile) until the queue is empty, then goes back to the
+  // kernel. No other thread is woken to serve a read.
+  ++leaders_;
   std::vector<Item> batch;
-  for (;;) {
-    {
-      std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left to answer
-      size_t n = std::min(max_batch_, queue_.size());
-      batch.assign(queue_.begin(), queue_.begin() + ptrdiff_t(n));
-      queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n));
-      // More waiting: let another dispatcher start on it meanwhile.
-      if (!queue_.empty()) cv_.notify_one();
-    }
+  while (!queue_.empty()) {
+    const size_t n = std::min(max_batch_, queue_.size());
+    batch.assign(queue_.begin(), queue_.begin() + ptrdiff_t(n));
+    queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n));
+    lk.unlock();
     batches.Inc();
     reads.Add(batch.size());
     Serve(batch);
+    lk.lock();
   }
+  --leaders_;
 }
 
 void ReadBatcher::Serve(std::vector<Item>& batch) {

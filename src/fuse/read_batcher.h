@@ -1,20 +1,20 @@
-// Asynchronous FUSE reads (LLD-002 §5.2 through the kernel interface): the
-// FUSE worker that received a read hands it here and goes straight back to
-// /dev/fuse; dispatcher threads take every read queued so far, serve each
-// open file's share with one Client::ReadMany (whose cache misses reach each
-// DSS as one BatchRead) and reply from there. Under load, N queued reads
-// cost one round trip per DSS and a handful of thread wake-ups instead of
-// N blocked workers each waiting out its own round trip.
+// Batched FUSE reads (LLD-002 §5.2 through the kernel interface): a FUSE
+// worker that receives a read queues it; if fewer than `max_leaders`
+// workers are serving reads, it becomes one: it takes everything queued so
+// far, serves each open file's share with one Client::ReadMany (whose cache
+// misses reach each DSS as one BatchRead), replies, and goes on while reads
+// keep arriving. Under load, N queued reads cost one round trip per DSS; at
+// queue depth 1 a read is served by the worker that received it, and no
+// thread is woken to hand it over (a wake-up costs as much as the read's
+// own CPU here).
 #pragma once
 
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -23,16 +23,17 @@ namespace rustfs::fuse {
 
 class ReadBatcher {
  public:
-  // `client` must outlive the batcher. dispatchers: threads serving
-  // batches (each blocks for one batch's round trip); max_batch: reads per
+  // `client` must outlive the batcher. max_leaders: workers serving reads
+  // at once (each blocks for one batch's round trip); max_batch: reads per
   // ReadMany at most.
-  ReadBatcher(client::Client& client, unsigned dispatchers = 4, size_t max_batch = 64);
-  // Serves what is queued, then stops the dispatchers.
+  ReadBatcher(client::Client& client, unsigned max_leaders = 4, size_t max_batch = 64);
+  // After the FUSE session loop has ended (no worker is leading).
   ~ReadBatcher();
 
-  // Takes over `req`: it is answered (fuse_reply_buf / fuse_reply_err) by a
-  // dispatcher. `file` must stay open until then (the kernel holds the file
-  // while its read is outstanding, so RELEASE cannot come first).
+  // Takes over `req`: it is answered (fuse_reply_buf / fuse_reply_err) by
+  // this worker or by another that is leading. `file` must stay open until
+  // then (the kernel holds the file while its read is outstanding, so
+  // RELEASE cannot come first).
   void Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size);
 
  private:
@@ -42,16 +43,14 @@ class ReadBatcher {
     uint64_t offset;
     size_t size;
   };
-  void Loop();
   void Serve(std::vector<Item>& batch);
 
   client::Client& client_;
+  const unsigned max_leaders_;
   const size_t max_batch_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
+  std::deque<Item> queue_;  // guarded by mu_
+  unsigned leaders_ = 0;    // guarded by mu_
 };
 
 }  // namespace rustfs::fuse

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "net/rpc_server.h"
@@ -91,6 +93,27 @@ Result<int> RpcChannel::Dial() {
     return Err(Unavailable("connect " + address_ + ": " + std::strerror(err)));
   }
   return fd;
+}
+
+// Waiting for a reply asleep costs a wake-up (30-75 µs in this VM, more
+// than a 4 KiB read's own work) when it arrives; polling the socket for a
+// short while first costs CPU instead. Worth it only when this process has
+// no other call outstanding (queue depth 1: the latency is all there is),
+// and only briefly: long enough for a reply that took one disk read.
+static std::atomic<int> g_waiting{0};
+constexpr auto kSpin = std::chrono::microseconds(250);
+
+static void SpinForReply(int fd) {
+  struct Waiting {
+    Waiting() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
+    ~Waiting() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
+  } me;
+  if (g_waiting.load(std::memory_order_relaxed) > 1) return;
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  char b;
+  do {
+    if (::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) return;  // data, EOF or error
+  } while (std::chrono::steady_clock::now() < until);
 }
 
 // An idle pooled connection has nothing to read; if it is readable, the
@@ -195,6 +218,7 @@ Result<RpcReply> TcpCall::Wait() {
     ::close(fd);
     return Err(Unavailable(why + " from " + channel_->address_));
   };
+  SpinForReply(fd);
   uint8_t prefix[kPrefixBytes];
   if (!ReadAll(fd, prefix, kPrefixBytes)) return fail("no reply");
   auto p = DecodePrefix(prefix);

@@ -19,6 +19,7 @@ struct RpcServer::Impl {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::unordered_map<uint32_t, Handler> handlers;
   std::vector<std::thread> workers;
+  std::function<void()> thread_start;
   Counter& wire_sent;
   Counter& wire_received;
   Counter& requests;
@@ -124,6 +125,8 @@ RpcServer::~RpcServer() { Stop(); }
 
 void RpcServer::Handle(uint32_t method, Handler h) { impl_->handlers[method] = std::move(h); }
 
+void RpcServer::OnThreadStart(std::function<void()> fn) { impl_->thread_start = std::move(fn); }
+
 Status RpcServer::Start(const std::string& address) {
   auto hp = SplitHostPort(address);
   if (!hp) return hp.error();
@@ -140,7 +143,11 @@ Status RpcServer::Start(const std::string& address) {
     return Status::FromErrno(e.code().value(), "listen on " + address);
   }
   asio::co_spawn(impl_->io, impl_->Accept(), asio::detached);
-  for (int i = 0; i < impl_->threads; i++) impl_->workers.emplace_back([this] { impl_->io.run(); });
+  for (int i = 0; i < impl_->threads; i++)
+    impl_->workers.emplace_back([this] {
+      if (impl_->thread_start) impl_->thread_start();
+      impl_->io.run();
+    });
   return Status::Ok();
 }
 

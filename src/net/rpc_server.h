@@ -36,6 +36,8 @@ class RpcServer {
 
   // Register handlers before Start. M_STATS is built in.
   void Handle(uint32_t method, Handler h);
+  // Runs first on every I/O thread Start makes (naming, CPU pinning).
+  void OnThreadStart(std::function<void()> fn);
 
   // Binds "host:port" (port 0 picks a free one) and starts the io threads.
   Status Start(const std::string& address);

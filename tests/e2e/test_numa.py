@@ -1,5 +1,6 @@
-"""NUMA pinning on real daemons: each DSS pins its io_uring completion poller
-(random_io.numa_pinning), checked in /proc (the planner itself is unit-tested
+"""NUMA pinning on real daemons: each DSS pins the threads that reap its
+io_uring completions, its RPC I/O threads ("dss-io"), per
+random_io.numa_pinning; checked in /proc (the planner itself is unit-tested
 against a fake sysfs with several nodes; this machine has one)."""
 import glob
 import os
@@ -22,7 +23,12 @@ def pinned_threads(pid):
     return out
 
 
-def test_manual_pinning_puts_every_poller_on_the_listed_cpu(tmp_root):
+def thread_name(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/comm") as f:
+        return f.read().strip()
+
+
+def test_manual_pinning_puts_every_reaper_on_the_listed_cpu(tmp_root):
     cpu = max(os.sched_getaffinity(0))
     c = Cluster(tmp_root, dss=3, k=2, m=1, config_edits=[
         ('numa_pinning = "auto"', 'numa_pinning = "manual"'),
@@ -30,9 +36,12 @@ def test_manual_pinning_puts_every_poller_on_the_listed_cpu(tmp_root):
     ])
     try:
         for i in range(3):
-            pinned = pinned_threads(c.pid(f"dss-{i}"))
-            assert list(pinned.values()) == [{cpu}], pinned  # the poller, and only it
-            assert f"poller on CPU {cpu}" in c.log(f"dss-{i}")
+            pid = c.pid(f"dss-{i}")
+            pinned = pinned_threads(pid)
+            # The I/O threads, all on that CPU, and nothing else.
+            assert pinned and set(map(frozenset, pinned.values())) == {frozenset({cpu})}, pinned
+            assert {thread_name(pid, t) for t in pinned} == {"dss-io"}, pinned
+            assert f"on CPU {cpu}" in c.log(f"dss-{i}")
     finally:
         c.down()
 

@@ -385,7 +385,7 @@ TEST_F(RandomReadEngineTest, InvalidOpsAndArguments) {
 }
 
 TEST_F(RandomReadEngineTest, CreateAndDestroyIdle) {
-  // The poller must stop promptly with nothing ever in flight, and after work.
+  // An engine goes promptly with nothing ever in flight, and after work.
   for (int i = 0; i < 20; ++i) {
     auto engine = MakeEngine(16);
     ASSERT_NE(engine, nullptr);
