@@ -54,7 +54,7 @@ grep -E "IOPS=|lat \(usec\)|clat percentiles" "$work/fio.txt" | head -3
 echo
 echo "== samples per process (all CPUs, ${PROFILE_SECONDS} s)"
 { perf report -i "$work/perf.data" --stdio --sort comm --no-children 2>/dev/null | grep -E '^ +[0-9]' | head -15; } || true
-for comm in rustfs-fuse rustfs-dss fio rustfs-mds; do
+for comm in rustfs-fuse dss-io fio rustfs-mds; do
   echo
   echo "== top functions of $comm"
   { perf report -i "$work/perf.data" --stdio --comm "$comm" --sort dso,sym --no-children -g none 2>/dev/null |

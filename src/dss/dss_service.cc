@@ -12,6 +12,9 @@
 namespace rustfs::dss {
 
 namespace {
+// Threads serving RPCs; each submits and reaps its own reads, so this is
+// also how many BatchReads the disk has in flight at once.
+constexpr int kIoThreads = 4;
 ShardId FromPb(const pb::ShardKey& k) { return {k.ino(), k.chunk(), k.version(), k.shard()}; }
 cache::ObjectId HotKey(const ShardId& s) { return {s.ino, s.chunk << 8 | s.shard, s.version}; }
 }  // namespace
@@ -19,7 +22,7 @@ cache::ObjectId HotKey(const ShardId& s) { return {s.ino, s.chunk << 8 | s.shard
 DssService::DssService(const Config& cfg, uint32_t id)
     : cfg_(cfg),
       id_(id),
-      server_("dss", 4),
+      server_("dss", kIoThreads, net::RpcServer::Threading::kPerThread),
       mds_(cfg.mds.address, cfg.client.rpc_timeout_ms, "dss.mds") {}
 
 DssService::~DssService() { Stop(); }

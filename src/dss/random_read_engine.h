@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/spin_policy.h"
 #include "common/status.h"
 
 struct io_uring;  // <liburing.h>, kept out of this header
@@ -168,7 +169,8 @@ class RandomReadEngine {
   uint32_t inflight_ = 0;              // SQEs prepared and not yet reaped
   uint32_t space_waiters_ = 0;
   bool reaping_ = false;               // a caller is waiting on the ring for everyone
-  std::atomic<bool> inflight_light_{true};  // few SQEs in flight: reapers poll before sleeping
+  std::atomic<bool> inflight_light_{true};  // few SQEs in flight: reapers may poll before sleeping
+  SpinPolicy spin_;
   Status broken_;  // set once when the ring refuses submissions
 
   Counter& submits_;

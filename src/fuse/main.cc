@@ -9,9 +9,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"rustfs FUSE mount"};
   std::string config_path, mountpoint;
-  unsigned threads = 64;
+  unsigned threads = 16;
   app.add_option("--config", config_path, "config file (default /etc/rustfs/random-read.toml)");
   app.add_option("--mount", mountpoint, "where to mount")->required();
+  // Few enough that under load a worker finds the next request already
+  // queued instead of being woken for it; enough for blocking requests
+  // (lock waits, flushes) beside the reads.
   app.add_option("--threads", threads, "FUSE worker threads (requests served at once)");
   bool sync_reads = false;
   unsigned leaders = 4;

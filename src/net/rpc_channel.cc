@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/spin_policy.h"
 #include "net/rpc_server.h"
 
 namespace rustfs::net {
@@ -99,8 +100,10 @@ Result<int> RpcChannel::Dial() {
 // than a 4 KiB read's own work) when it arrives; polling the socket for a
 // short while first costs CPU instead. Worth it only when this process has
 // no other call outstanding (queue depth 1: the latency is all there is),
-// and only briefly: long enough for a reply that took one disk read.
+// only briefly (long enough for a reply that took one disk read), and only
+// while polls keep catching their reply (SpinPolicy).
 static std::atomic<int> g_waiting{0};
+static SpinPolicy g_spin;
 constexpr auto kSpin = std::chrono::microseconds(250);
 
 static void SpinForReply(int fd) {
@@ -108,12 +111,16 @@ static void SpinForReply(int fd) {
     Waiting() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
     ~Waiting() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
   } me;
-  if (g_waiting.load(std::memory_order_relaxed) > 1) return;
+  if (g_waiting.load(std::memory_order_relaxed) > 1 || !g_spin.ShouldSpin()) return;
   const auto until = std::chrono::steady_clock::now() + kSpin;
   char b;
   do {
-    if (::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) return;  // data, EOF or error
+    if (::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) {  // data, EOF or error
+      g_spin.Record(true);
+      return;
+    }
   } while (std::chrono::steady_clock::now() < until);
+  g_spin.Record(false);
 }
 
 // An idle pooled connection has nothing to read; if it is readable, the

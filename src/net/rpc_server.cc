@@ -15,7 +15,10 @@ constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
 struct RpcServer::Impl {
   std::string name;
   int threads;
-  asio::io_context io;
+  // One context shared by all threads, or one per thread (see Threading).
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  size_t next_io = 0;  // where the next connection goes (acceptor's thread only)
   std::unique_ptr<tcp::acceptor> acceptor;
   std::unordered_map<uint32_t, Handler> handlers;
   std::vector<std::thread> workers;
@@ -25,23 +28,30 @@ struct RpcServer::Impl {
   Counter& requests;
   Counter& bad_frames;
 
-  Impl(std::string n, int t)
+  Impl(std::string n, int t, Threading threading)
       : name(std::move(n)),
         threads(t),
         wire_sent(GetCounter(name + ".wire_bytes_sent")),
         wire_received(GetCounter(name + ".wire_bytes_received")),
         requests(GetCounter(name + ".rpcs")),
-        bad_frames(GetCounter(name + ".bad_frames")) {}
+        bad_frames(GetCounter(name + ".bad_frames")) {
+    const int contexts = threading == Threading::kPerThread ? std::max(1, t) : 1;
+    for (int i = 0; i < contexts; i++) {
+      ios.push_back(std::make_unique<asio::io_context>(threading == Threading::kPerThread ? 1 : t));
+      guards.push_back(asio::make_work_guard(*ios.back()));
+    }
+  }
 
   asio::awaitable<void> Accept() {
     for (;;) {
-      auto [ec, sock] = co_await acceptor->async_accept(kTuple);
+      asio::io_context& home = *ios[next_io++ % ios.size()];
+      auto [ec, sock] = co_await acceptor->async_accept(home, kTuple);
       if (ec) {
         if (ec == asio::error::operation_aborted) co_return;
         continue;  // e.g. EMFILE: keep serving the connections we have
       }
       sock.set_option(tcp::no_delay(true));
-      asio::co_spawn(io, Serve(std::move(sock)), asio::detached);
+      asio::co_spawn(home, Serve(std::move(sock)), asio::detached);
     }
   }
 
@@ -111,8 +121,8 @@ struct RpcServer::Impl {
   }
 };
 
-RpcServer::RpcServer(std::string name, int threads)
-    : impl_(std::make_unique<Impl>(std::move(name), threads)) {
+RpcServer::RpcServer(std::string name, int threads, Threading threading)
+    : impl_(std::make_unique<Impl>(std::move(name), threads, threading)) {
   Handle(pb::M_STATS, [](const std::string&, std::string&, RpcReply& reply) {
     pb::StatsReply r;
     for (auto& [k, v] : SnapshotCounters()) (*r.mutable_counters())[k] = v;
@@ -131,10 +141,10 @@ Status RpcServer::Start(const std::string& address) {
   auto hp = SplitHostPort(address);
   if (!hp) return hp.error();
   try {
-    tcp::resolver res(impl_->io);
+    tcp::resolver res(*impl_->ios[0]);
     auto eps = res.resolve(hp->first, std::to_string(hp->second));
     tcp::endpoint ep = *eps.begin();
-    impl_->acceptor = std::make_unique<tcp::acceptor>(impl_->io);
+    impl_->acceptor = std::make_unique<tcp::acceptor>(*impl_->ios[0]);
     impl_->acceptor->open(ep.protocol());
     impl_->acceptor->set_option(tcp::acceptor::reuse_address(true));
     impl_->acceptor->bind(ep);
@@ -142,18 +152,18 @@ Status RpcServer::Start(const std::string& address) {
   } catch (const std::system_error& e) {
     return Status::FromErrno(e.code().value(), "listen on " + address);
   }
-  asio::co_spawn(impl_->io, impl_->Accept(), asio::detached);
+  asio::co_spawn(*impl_->ios[0], impl_->Accept(), asio::detached);
   for (int i = 0; i < impl_->threads; i++)
-    impl_->workers.emplace_back([this] {
+    impl_->workers.emplace_back([this, io = impl_->ios[i % impl_->ios.size()].get()] {
       if (impl_->thread_start) impl_->thread_start();
-      impl_->io.run();
+      io->run();
     });
   return Status::Ok();
 }
 
 void RpcServer::Stop() {
   if (!impl_) return;
-  impl_->io.stop();
+  for (auto& io : impl_->ios) io->stop();
   for (auto& t : impl_->workers)
     if (t.joinable()) t.join();
   impl_->workers.clear();

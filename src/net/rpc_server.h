@@ -6,6 +6,15 @@
 // server's io threads and may block (disk I/O, RocksDB): size `threads` for
 // the concurrency you want. A malformed or oversized frame closes only that
 // connection; the server keeps serving the others.
+//
+// Threading::kShared: every thread serves every connection (one io_context):
+// a handler that blocks long (the MDS waiting out a client's lease) holds up
+// nobody else. Threading::kPerThread: each thread has its own io_context and
+// connections are dealt out to them: a request is read, served and answered
+// by one thread with no hand-over between threads (the DSS: its handlers
+// block only for a disk read, and on this machine a thread wake-up costs more
+// than the read's own work), at the price of a connection waiting when its
+// thread is busy with another.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +39,9 @@ class RpcServer {
   using Handler = std::function<Status(const std::string& body, std::string& payload,
                                        RpcReply& reply)>;
 
+  enum class Threading { kShared, kPerThread };
   // `name` prefixes this server's counters ("dss" -> dss.wire_bytes_sent).
-  RpcServer(std::string name, int threads);
+  RpcServer(std::string name, int threads, Threading threading = Threading::kShared);
   ~RpcServer();
 
   // Register handlers before Start. M_STATS is built in.

@@ -1,0 +1,40 @@
+// Whether to poll for an event (a completion, a reply) for a short while
+// before going to sleep on it. Polling saves a thread wake-up (30-75 µs of
+// latency and CPU in this VM, TARGETS.md) when the event comes within the
+// poll, and wastes the whole poll when it does not: under load (a disk
+// queue, a busy peer) it does not, and every poll is CPU taken from the
+// threads that would make the event happen. So poll only while polling has
+// been paying off, and re-learn now and then.
+//
+// Thread-safe (relaxed atomics: a lost update only shifts the score by one).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rustfs {
+
+class SpinPolicy {
+ public:
+  // Poll now? Yes while the recent polls mostly caught their event; else
+  // only one call in kProbeEvery, to notice when they would again.
+  bool ShouldSpin() {
+    if (score_.load(std::memory_order_relaxed) >= kThreshold) return true;
+    return calls_.fetch_add(1, std::memory_order_relaxed) % kProbeEvery == 0;
+  }
+  // What a poll did: caught its event, or gave up and slept.
+  void Record(bool caught) {
+    int s = score_.load(std::memory_order_relaxed);
+    s = caught ? std::min(s + 1, kMax) : std::max(s - 2, 0);
+    score_.store(s, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr int kMax = 16;
+  static constexpr int kThreshold = 8;
+  static constexpr uint32_t kProbeEvery = 32;
+  std::atomic<int> score_{kThreshold};
+  std::atomic<uint32_t> calls_{0};
+};
+
+}  // namespace rustfs
