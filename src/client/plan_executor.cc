@@ -1,0 +1,233 @@
+#include "client/plan_executor.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace rustfs::client {
+
+PlanExecutor::PlanExecutor(PlanFetcher& fetcher, const Options& options)
+    : fetcher_(fetcher),
+      opt_(options),
+      submitted_(GetCounter("client.plans_submitted")),
+      hits_(GetCounter("client.plan_hits")),
+      late_(GetCounter("client.plan_late")),
+      early_(GetCounter("client.plan_early")),
+      misses_(GetCounter("client.plan_misses")),
+      dropped_(GetCounter("client.plans_dropped")),
+      prefetched_bytes_(GetCounter("client.plan_prefetched_bytes")),
+      wasted_bytes_(GetCounter("client.plan_wasted_bytes")),
+      fetch_errors_(GetCounter("client.plan_fetch_errors")) {
+  for (int i = 0; i < std::max(1, opt_.threads); i++) threads_.emplace_back([this] { Worker(); });
+}
+
+PlanExecutor::~PlanExecutor() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+    for (auto& [ino, p] : plans_) End(*p);
+    plans_.clear();
+    jobs_.clear();
+  }
+  jobs_cv_.notify_all();
+  fetched_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth) {
+  if (entries.empty()) return InvalidArgument("empty access plan");
+  if (entries.size() > UINT32_MAX) return InvalidArgument("access plan of more than 2^32 entries");
+  auto p = std::make_shared<Plan>();
+  p->ino = ino;
+  p->by_offset.reserve(entries.size());
+  for (uint32_t i = 0; i < entries.size(); i++) {
+    const PlanEntry& e = entries[i];
+    if (e.length == 0 || e.offset + e.length < e.offset)
+      return InvalidArgument("access plan entry " + std::to_string(i) + " (" + std::to_string(e.offset) +
+                             "+" + std::to_string(e.length) + ")");
+    p->by_offset.emplace_back(e.offset, i);
+    p->max_length = std::max(p->max_length, e.length);
+  }
+  std::sort(p->by_offset.begin(), p->by_offset.end());
+  p->entries = std::move(entries);
+  p->state.assign(p->entries.size(), kIdle);
+  p->depth = depth ? depth : opt_.depth;
+  std::lock_guard lk(mu_);
+  if (auto it = plans_.find(ino); it != plans_.end()) End(*it->second);  // the next epoch's replaces it
+  plans_[ino] = p;
+  submitted_.Inc();
+  Pump(p);
+  return Status::Ok();
+}
+
+void PlanExecutor::End(Plan& p) {
+  if (p.ended) return;
+  p.ended = true;
+  uint64_t wasted = 0;
+  for (size_t i = p.head; i < p.next; i++)
+    if (p.state[i] == kFetched || p.state[i] == kInFlight) wasted += p.entries[i].length;
+  wasted_bytes_.Add(wasted);
+  fetched_cv_.notify_all();  // late readers of it stop waiting
+}
+
+void PlanExecutor::Pump(const std::shared_ptr<Plan>& p) {
+  // At most as many fetches of one plan in flight as there are threads: a
+  // plan's fetches are in its order, and more would only queue.
+  while (!p->ended && p->fetches < uint32_t(threads_.size()) && p->next < p->entries.size() &&
+         p->ahead < p->depth && p->ahead_bytes < opt_.max_bytes) {
+    Job job{p, {}};
+    while (p->next < p->entries.size() && job.indexes.size() < opt_.batch && p->ahead < p->depth &&
+           p->ahead_bytes < opt_.max_bytes) {
+      const size_t i = p->next++;
+      if (p->state[i] != kIdle) continue;  // read before its turn came
+      p->state[i] = kInFlight;
+      p->ahead++;
+      p->ahead_bytes += p->entries[i].length;
+      job.indexes.push_back(uint32_t(i));
+    }
+    if (job.indexes.empty()) continue;
+    p->fetches++;
+    jobs_.push_back(std::move(job));
+    jobs_cv_.notify_one();
+  }
+}
+
+void PlanExecutor::Worker() {
+  std::vector<PlanEntry> batch;
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lk(mu_);
+      jobs_cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      if (job.plan->ended) {
+        job.plan->fetches--;
+        continue;
+      }
+      batch.clear();
+      for (uint32_t i : job.indexes) batch.push_back(job.plan->entries[i]);
+    }
+    Status s = fetcher_.Fetch(job.plan->ino, batch);
+    std::lock_guard lk(mu_);
+    Plan& p = *job.plan;
+    p.fetches--;
+    if (!s.ok()) {
+      fetch_errors_.Inc();
+      LOG_WARN("access plan of inode {}: fetch of {} entries failed: {}", p.ino, batch.size(), s.ToString());
+    }
+    uint64_t bytes = 0;
+    for (uint32_t i : job.indexes) {
+      if (p.state[i] != kInFlight) continue;  // read meanwhile (the reader waited, or not)
+      // A failed fetch leaves the entry to its reader, which reads it itself.
+      p.state[i] = s.ok() ? kFetched : kIdle;
+      bytes += p.entries[i].length;
+      if (!s.ok()) {
+        p.ahead--;
+        p.ahead_bytes -= p.entries[i].length;
+      }
+    }
+    if (s.ok()) prefetched_bytes_.Add(bytes);
+    fetched_cv_.notify_all();
+    if (!p.ended) Pump(job.plan);
+  }
+}
+
+void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::vector<size_t>& unread,
+                        bool& overlaps_read) const {
+  const size_t window = opt_.window ? opt_.window : std::max<size_t>(4 * size_t(p.depth), 1024);
+  const size_t limit = p.head + window;
+  const uint64_t end = offset + std::max<uint64_t>(length, 1);
+  // Entries starting before the read's end, nearest first, back as far as
+  // the longest entry reaches.
+  auto it = std::lower_bound(p.by_offset.begin(), p.by_offset.end(), std::make_pair(end, uint32_t(0)));
+  while (it != p.by_offset.begin()) {
+    --it;
+    const auto [start, i] = *it;
+    if (start + p.max_length <= offset) break;
+    if (start + p.entries[i].length <= offset) continue;  // ends before the read
+    if (p.state[i] == kRead) {
+      overlaps_read = true;
+    } else if (i >= p.head && i < limit) {
+      unread.push_back(i);
+    }
+  }
+}
+
+void PlanExecutor::Consume(Plan& p, size_t i) {
+  if (p.state[i] == kRead) return;
+  if (p.state[i] == kFetched || p.state[i] == kInFlight) {
+    p.ahead--;
+    p.ahead_bytes -= p.entries[i].length;
+  }
+  p.state[i] = kRead;
+  while (p.head < p.entries.size() && p.state[p.head] == kRead) p.head++;
+  // The readers passed entries whose fetch was never issued: fetch from
+  // where they are.
+  p.next = std::max(p.next, p.head);
+}
+
+PlanExecutor::Match PlanExecutor::OnRead(uint64_t ino, uint64_t offset, uint64_t length) {
+  std::unique_lock lk(mu_);
+  auto it = plans_.find(ino);
+  if (it == plans_.end()) return Match::kNoPlan;
+  std::shared_ptr<Plan> p = it->second;
+  // Every unread entry the read touches is read by it: a read may be a
+  // piece of an entry (a record read in parts), or cover several (the
+  // kernel reads whole pages).
+  std::vector<size_t> hit;
+  bool overlaps_read = false;
+  Find(*p, offset, length, hit, overlaps_read);
+  if (hit.empty()) {
+    if (overlaps_read) {  // the rest of an entry already read
+      hits_.Inc();
+      return Match::kHit;
+    }
+    misses_.Inc();
+    if (++p->misses_in_a_row >= opt_.max_misses) {
+      LOG_INFO("access plan of inode {} dropped: {} reads in a row outside it", ino, p->misses_in_a_row);
+      dropped_.Inc();
+      End(*p);
+      plans_.erase(it);
+    }
+    return Match::kMiss;
+  }
+  p->misses_in_a_row = 0;
+  auto any = [&](State s) {
+    return std::any_of(hit.begin(), hit.end(), [&](size_t i) { return p->state[i] == s; });
+  };
+  Match m;
+  if (any(kInFlight)) {
+    m = Match::kLate;
+    late_.Inc();
+    // Reading them now would fetch them twice: wait for the fetch in flight.
+    fetched_cv_.wait(lk, [&] { return p->ended || !any(kInFlight); });
+  } else if (any(kIdle)) {
+    m = Match::kEarly;  // the readers are ahead of the fetching
+    early_.Inc();
+  } else {
+    m = Match::kHit;
+    hits_.Inc();
+  }
+  if (!p->ended) {
+    for (size_t i : hit) Consume(*p, i);
+    Pump(p);
+  }
+  return m;
+}
+
+void PlanExecutor::Cancel(uint64_t ino) {
+  std::lock_guard lk(mu_);
+  auto it = plans_.find(ino);
+  if (it == plans_.end()) return;
+  End(*it->second);
+  plans_.erase(it);
+}
+
+bool PlanExecutor::HasPlan(uint64_t ino) const {
+  std::lock_guard lk(mu_);
+  return plans_.count(ino) != 0;
+}
+
+}  // namespace rustfs::client

@@ -1,0 +1,139 @@
+// Access plans (LLD-002 §4.2, DESIGN.md §8): the application hands over the
+// order in which it will read a file (offset, length per entry), and the
+// executor keeps the entries ahead of the readers fetched or in flight, so
+// the reads find their bytes in the client's cache.
+//
+// How reads really arrive: PyTorch's DataLoader cuts the epoch's order into
+// batches and hands them round-robin to W worker processes, each reading its
+// samples in plan order through its own descriptor; the client (one FUSE
+// daemon for the whole mount) sees W interleaved streams. So a plan is per
+// inode, shared by every reader of the file, and a read is matched to the
+// unread entries it overlaps inside a window of entries from the lowest
+// unread one, not to a single cursor: reads out of order, from several
+// processes, in pieces or in whole pages (the kernel's) all match. The window start (`head`) moves
+// as entries are read; fetching stays `depth` entries and `max_bytes` bytes
+// ahead of it, many entries per fetch (each fetch is one BatchRead per DSS).
+//
+// A read of an entry whose fetch is still in flight waits for it (late); a
+// read of an entry not fetched yet is served at once and the entry is
+// skipped; reads outside the plan are served normally, and after
+// `max_misses` of them in a row the plan is dropped. A new plan replaces the
+// file's old one; Cancel (the file's last close) drops it. Bytes fetched but
+// never read when a plan ends count as wasted.
+//
+// Thread-safe. Fetches run on the executor's own threads, outside its lock.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/status.h"
+
+namespace rustfs::client {
+
+struct PlanEntry {
+  uint64_t offset = 0;  // bytes into the file
+  uint64_t length = 0;  // bytes, > 0
+};
+
+// What the executor needs of the client: entries fetched into the cache.
+class PlanFetcher {
+ public:
+  virtual ~PlanFetcher() = default;
+  // Reads these ranges of `ino` into the cache, together. Blocking; called
+  // on the executor's threads.
+  virtual Status Fetch(uint64_t ino, std::span<const PlanEntry> entries) = 0;
+};
+
+class PlanExecutor {
+ public:
+  struct Options {
+    uint32_t depth = 64;                // entries fetched or in flight ahead of the readers
+    uint64_t max_bytes = 128ull << 20;  // ...and bytes
+    uint32_t batch = 32;                // entries per fetch at most
+    uint32_t window = 0;                // match window in entries; 0 = max(4 x depth, 1024)
+    uint32_t max_misses = 256;          // reads in a row outside the plan before it is dropped
+    int threads = 2;                    // fetching threads
+  };
+  enum class Match { kNoPlan, kHit, kLate, kEarly, kMiss };
+
+  PlanExecutor(PlanFetcher& fetcher, const Options& options);
+  // Drops every plan and waits for the fetches in flight.
+  ~PlanExecutor();
+
+  // Replaces ino's plan and starts fetching. depth 0 = Options::depth.
+  // InvalidArgument for an empty plan or an entry of length 0 (or one
+  // running past 2^64).
+  Status Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth = 0);
+  // Call before a read of [offset, offset + length) of ino is served. When
+  // the read is a plan entry whose fetch is in flight, waits for the fetch.
+  Match OnRead(uint64_t ino, uint64_t offset, uint64_t length);
+  // ino's last close: its plan goes (fetches in flight are left to finish
+  // unseen).
+  void Cancel(uint64_t ino);
+  bool HasPlan(uint64_t ino) const;
+
+ private:
+  enum State : uint8_t { kIdle, kInFlight, kFetched, kRead };
+  struct Plan {
+    uint64_t ino = 0;
+    std::vector<PlanEntry> entries;
+    std::vector<std::pair<uint64_t, uint32_t>> by_offset;  // (offset, index), sorted
+    uint64_t max_length = 0;  // longest entry: how far back a containing entry can start
+    std::vector<State> state;
+    size_t head = 0;          // lowest entry not read
+    size_t next = 0;          // next entry to fetch
+    uint32_t depth = 0;
+    uint32_t ahead = 0;       // entries fetched or in flight, not read
+    uint64_t ahead_bytes = 0;
+    uint32_t fetches = 0;     // fetches in flight
+    uint32_t misses_in_a_row = 0;
+    bool ended = false;       // replaced, cancelled or dropped
+  };
+  struct Job {
+    std::shared_ptr<Plan> plan;
+    std::vector<uint32_t> indexes;
+  };
+
+  // Queues fetches until the plan is depth entries / max_bytes ahead.
+  // Caller holds mu_.
+  void Pump(const std::shared_ptr<Plan>& p);
+  // Marks the plan over and counts what it fetched for nothing. Caller holds mu_.
+  void End(Plan& p);
+  // The unread entries inside the window that [offset, offset + length)
+  // overlaps, and whether it overlaps an entry read already. Caller holds mu_.
+  void Find(const Plan& p, uint64_t offset, uint64_t length, std::vector<size_t>& unread,
+            bool& overlaps_read) const;
+  void Consume(Plan& p, size_t i);  // caller holds mu_
+  void Worker();
+
+  PlanFetcher& fetcher_;
+  const Options opt_;
+  mutable std::mutex mu_;
+  std::condition_variable jobs_cv_;     // a job queued, or stopping
+  std::condition_variable fetched_cv_;  // a fetch finished (late readers wait on it)
+  std::unordered_map<uint64_t, std::shared_ptr<Plan>> plans_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+
+  Counter& submitted_;
+  Counter& hits_;
+  Counter& late_;
+  Counter& early_;
+  Counter& misses_;
+  Counter& dropped_;
+  Counter& prefetched_bytes_;
+  Counter& wasted_bytes_;
+  Counter& fetch_errors_;
+};
+
+}  // namespace rustfs::client

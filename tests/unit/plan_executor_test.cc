@@ -1,0 +1,313 @@
+// PlanExecutor against a fake fetcher (no processes): what it fetches, in
+// which order and how far ahead, and how reads are matched to entries.
+#include "client/plan_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace rustfs::client {
+namespace {
+
+using namespace std::chrono_literals;
+using Match = PlanExecutor::Match;
+
+// Records every entry fetched; with the gate closed, fetches wait for it.
+class FakeFetcher : public PlanFetcher {
+ public:
+  Status Fetch(uint64_t ino, std::span<const PlanEntry> entries) override {
+    std::unique_lock lk(mu_);
+    in_flight_ += entries.size();
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return open_; });
+    for (const auto& e : entries) fetched_[ino].insert(e.offset);
+    in_flight_ -= entries.size();
+    fetches_++;
+    cv_.notify_all();
+    return fail_ ? IoError("fetch failed") : Status::Ok();
+  }
+  void SetGate(bool open) {
+    std::lock_guard lk(mu_);
+    open_ = open;
+    cv_.notify_all();
+  }
+  void SetFail(bool fail) {
+    std::lock_guard lk(mu_);
+    fail_ = fail;
+  }
+  bool Fetched(uint64_t ino, uint64_t offset) {
+    std::lock_guard lk(mu_);
+    return fetched_[ino].count(offset) != 0;
+  }
+  size_t FetchedCount(uint64_t ino) {
+    std::lock_guard lk(mu_);
+    return fetched_[ino].size();
+  }
+  // Waits (bounded: a test that would hang fails instead) for a condition.
+  static bool WaitFor(const std::function<bool()>& pred) {
+    for (auto end = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < end;) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(1ms);
+    }
+    return pred();
+  }
+  size_t InFlight() {
+    std::lock_guard lk(mu_);
+    return in_flight_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, std::set<uint64_t>> fetched_;
+  size_t in_flight_ = 0;
+  size_t fetches_ = 0;
+  bool open_ = true;
+  bool fail_ = false;
+};
+
+// Bytes the executor has taken as fetched since `from` (it counts them once
+// the entries are marked, so a read after this sees them fetched).
+uint64_t PrefetchedSince(uint64_t from) { return GetCounter("client.plan_prefetched_bytes").Get() - from; }
+uint64_t PrefetchedNow() { return GetCounter("client.plan_prefetched_bytes").Get(); }
+
+std::vector<PlanEntry> Shuffled(size_t n, uint64_t record, uint64_t seed) {
+  std::vector<PlanEntry> v;
+  for (size_t i = 0; i < n; i++) v.push_back({i * record, record});
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  return v;
+}
+
+TEST(PlanExecutorTest, EveryPlannedReadIsAHitAfterWarmUp) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 16;
+  o.batch = 4;
+  o.threads = 1;  // fetches complete in plan order, which the waits below count on
+  PlanExecutor ex(f, o);
+  auto plan = Shuffled(400, 8192, 1);
+  ASSERT_TRUE(ex.Submit(7, plan).ok());
+  Counter& hits = GetCounter("client.plan_hits");
+  Counter& prefetched = GetCounter("client.plan_prefetched_bytes");
+  const uint64_t h0 = hits.Get(), p0 = prefetched.Get();
+  for (size_t k = 0; k < plan.size(); k++) {
+    // The fetching keeps ahead of the reader by itself: entries are fetched
+    // in plan order, and the counter moves once the executor has taken a
+    // fetch's entries as fetched.
+    ASSERT_TRUE(f.WaitFor([&] { return prefetched.Get() - p0 >= (k + 1) * 8192; })) << k;
+    ASSERT_EQ(ex.OnRead(7, plan[k].offset, plan[k].length), Match::kHit) << k;
+  }
+  EXPECT_EQ(hits.Get() - h0, plan.size());
+  EXPECT_EQ(f.FetchedCount(7), plan.size());
+}
+
+TEST(PlanExecutorTest, ReadersOutOfOrderAndManyProcessesMatch) {
+  // DataLoader: batches of 8 dealt round-robin to 4 workers, each reading
+  // its batches in plan order, all interleaved; a worker runs at most two
+  // batches ahead of the slowest (the loader's prefetch factor paces them).
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 64;
+  PlanExecutor ex(f, o);
+  auto plan = Shuffled(2000, 4096, 2);
+  ASSERT_TRUE(ex.Submit(3, plan).ok());
+  Counter& misses = GetCounter("client.plan_misses");
+  const uint64_t m0 = misses.Get();
+  std::atomic<int> matched{0};
+  std::barrier rounds(4);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; w++)
+    workers.emplace_back([&, w] {
+      for (size_t b = size_t(w); b * 8 < plan.size(); b += 4) {
+        for (size_t i = b * 8; i < std::min(plan.size(), b * 8 + 8); i++)
+          if (ex.OnRead(3, plan[i].offset, plan[i].length) != Match::kMiss) matched++;
+        if ((b / 4) % 2 == 1) rounds.arrive_and_wait();  // every second round
+      }
+      rounds.arrive_and_drop();
+    });
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(matched.load(), int(plan.size()));
+  EXPECT_EQ(misses.Get(), m0);
+  EXPECT_TRUE(ex.HasPlan(3));
+}
+
+TEST(PlanExecutorTest, ReadWaitsForItsFetchInFlight) {
+  FakeFetcher f;
+  f.SetGate(false);
+  PlanExecutor::Options o;
+  o.depth = 4;
+  o.batch = 4;
+  PlanExecutor ex(f, o);
+  std::vector<PlanEntry> plan = {{0, 100}, {100, 100}, {200, 100}, {300, 100}, {400, 100}};
+  ASSERT_TRUE(ex.Submit(1, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 4; }));  // entries 0-3 in flight
+  std::atomic<bool> returned{false};
+  Match got = Match::kNoPlan;
+  std::thread reader([&] {
+    got = ex.OnRead(1, 200, 100);
+    returned = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned.load());  // it cannot have: its bytes are still on their way
+  f.SetGate(true);
+  reader.join();
+  EXPECT_EQ(got, Match::kLate);
+  // Entry 4 was never fetched (depth 4, nothing read before it came): a read
+  // of it is early, served at once.
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 0; }));
+}
+
+TEST(PlanExecutorTest, ReadBeforeItsFetchIsEarlyAndSkipped) {
+  FakeFetcher f;
+  f.SetGate(false);
+  PlanExecutor::Options o;
+  o.depth = 2;
+  o.batch = 2;
+  o.threads = 1;  // fetches complete in plan order
+  PlanExecutor ex(f, o);
+  std::vector<PlanEntry> plan;
+  for (uint64_t i = 0; i < 10; i++) plan.push_back({i * 10, 10});
+  const uint64_t p0 = PrefetchedNow();
+  ASSERT_TRUE(ex.Submit(1, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 2; }));
+  EXPECT_EQ(ex.OnRead(1, 50, 10), Match::kEarly);  // entry 5: not fetched yet
+  f.SetGate(true);
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 20; }));
+  for (uint64_t i : {0, 1}) EXPECT_EQ(ex.OnRead(1, i * 10, 10), Match::kHit);
+  // Entry 5 was read: the fetching passes over it (fetched in order: 2, 3, 4, 6).
+  uint64_t fetched = 2;
+  for (uint64_t i : {2, 3, 4, 6}) {
+    ++fetched;
+    ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= fetched * 10; })) << i;
+    EXPECT_EQ(ex.OnRead(1, i * 10, 10), Match::kHit) << i;
+  }
+  EXPECT_FALSE(f.Fetched(1, 50));
+}
+
+TEST(PlanExecutorTest, DivergingReadsDropThePlan) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.max_misses = 10;
+  PlanExecutor ex(f, o);
+  ASSERT_TRUE(ex.Submit(9, Shuffled(100, 4096, 3)).ok());
+  Counter& dropped = GetCounter("client.plans_dropped");
+  const uint64_t d0 = dropped.Get();
+  // A hit in between restarts the count.
+  for (int i = 0; i < 9; i++) EXPECT_EQ(ex.OnRead(9, (1ull << 40) + i * 4096, 4096), Match::kMiss);
+  EXPECT_NE(ex.OnRead(9, 0, 4096), Match::kMiss);
+  for (int i = 0; i < 9; i++) ex.OnRead(9, (1ull << 40) + i * 4096, 4096);
+  EXPECT_TRUE(ex.HasPlan(9));
+  ex.OnRead(9, 1ull << 41, 4096);
+  EXPECT_FALSE(ex.HasPlan(9));
+  EXPECT_EQ(dropped.Get(), d0 + 1);
+  EXPECT_EQ(ex.OnRead(9, 4096, 4096), Match::kNoPlan);
+}
+
+TEST(PlanExecutorTest, ByteBudgetHolds) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 1000;
+  o.batch = 1;
+  o.max_bytes = 4 << 20;
+  PlanExecutor ex(f, o);
+  std::vector<PlanEntry> plan;
+  for (uint64_t i = 0; i < 50; i++) plan.push_back({i << 20, 1 << 20});  // 1 MiB entries
+  ASSERT_TRUE(ex.Submit(2, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return f.FetchedCount(2) >= 4; }));
+  std::this_thread::sleep_for(50ms);  // were it to overshoot, it would have by now
+  EXPECT_EQ(f.FetchedCount(2), 4u);   // 4 MiB ahead, no more
+  ex.OnRead(2, 0, 1 << 20);
+  ex.OnRead(2, 1 << 20, 1 << 20);
+  ASSERT_TRUE(f.WaitFor([&] { return f.FetchedCount(2) >= 6; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.FetchedCount(2), 6u);
+}
+
+TEST(PlanExecutorTest, NewPlanReplacesAndCountsWaste) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 8;
+  o.threads = 1;  // fetches complete in plan order
+  PlanExecutor ex(f, o);
+  std::vector<PlanEntry> a, b;
+  for (uint64_t i = 0; i < 20; i++) a.push_back({i * 1000, 1000});
+  for (uint64_t i = 0; i < 20; i++) b.push_back({100000 + i * 1000, 1000});
+  Counter& wasted = GetCounter("client.plan_wasted_bytes");
+  const uint64_t p0 = PrefetchedNow();
+  ASSERT_TRUE(ex.Submit(4, a).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 8000; }));  // depth 8: entries 0..7
+  const uint64_t w0 = wasted.Get();
+  EXPECT_EQ(ex.OnRead(4, 0, 1000), Match::kHit);
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 9000; }));  // and so entry 8
+  ASSERT_TRUE(ex.Submit(4, b).ok());  // next epoch
+  EXPECT_EQ(wasted.Get() - w0, 8 * 1000u);  // entries 1..8 fetched for nothing
+  EXPECT_EQ(ex.OnRead(4, 1000, 1000), Match::kMiss);  // the old plan's entry
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 10000; }));  // the new plan's first
+  EXPECT_EQ(ex.OnRead(4, 100000, 1000), Match::kHit);
+}
+
+TEST(PlanExecutorTest, CancelEndsThePlanAndReleasesWaiters) {
+  FakeFetcher f;
+  f.SetGate(false);
+  PlanExecutor ex(f, PlanExecutor::Options());
+  ASSERT_TRUE(ex.Submit(5, {{0, 10}, {10, 10}}).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() > 0; }));
+  std::thread reader([&] { ex.OnRead(5, 0, 10); });
+  std::this_thread::sleep_for(20ms);
+  ex.Cancel(5);  // the last close: the waiting reader goes on, reading itself
+  reader.join();
+  EXPECT_FALSE(ex.HasPlan(5));
+  f.SetGate(true);  // the fetch in flight finishes unseen
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 0; }));
+}
+
+TEST(PlanExecutorTest, PiecesAndWholePagesMatch) {
+  FakeFetcher f;
+  PlanExecutor ex(f, PlanExecutor::Options());
+  std::vector<PlanEntry> plan = {{5000, 4000}, {9000, 3000}, {20000, 1000}, {40000, 10000}};
+  const uint64_t p0 = PrefetchedNow();
+  ASSERT_TRUE(ex.Submit(6, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 18000; }));
+  // The kernel's page-aligned read covering the first two records.
+  EXPECT_EQ(ex.OnRead(6, 4096, 12288), Match::kHit);
+  // A record read in two pieces.
+  EXPECT_EQ(ex.OnRead(6, 40000, 6000), Match::kHit);
+  EXPECT_EQ(ex.OnRead(6, 46000, 4000), Match::kHit);
+  EXPECT_EQ(ex.OnRead(6, 20000, 1000), Match::kHit);
+  EXPECT_EQ(ex.OnRead(6, 30000, 100), Match::kMiss);
+}
+
+TEST(PlanExecutorTest, FailedFetchLeavesEntriesToTheirReaders) {
+  FakeFetcher f;
+  f.SetFail(true);
+  PlanExecutor::Options o;
+  o.depth = 2;
+  o.batch = 2;
+  PlanExecutor ex(f, o);
+  Counter& errors = GetCounter("client.plan_fetch_errors");
+  const uint64_t e0 = errors.Get();
+  ASSERT_TRUE(ex.Submit(8, {{0, 10}, {10, 10}}).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return errors.Get() > e0; }));  // counted once the entries are let go
+  EXPECT_EQ(ex.OnRead(8, 0, 10), Match::kEarly);  // not cached: its reader reads it
+}
+
+TEST(PlanExecutorTest, BadPlansRefused) {
+  FakeFetcher f;
+  PlanExecutor ex(f, PlanExecutor::Options());
+  EXPECT_EQ(ex.Submit(1, {}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(ex.Submit(1, {{0, 0}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(ex.Submit(1, {{UINT64_MAX - 5, 10}}).code(), Code::kInvalidArgument);
+  EXPECT_FALSE(ex.HasPlan(1));
+}
+
+}  // namespace
+}  // namespace rustfs::client
