@@ -66,6 +66,56 @@ _Static_assert(sizeof(struct rustfs_fadvise) == 24, "ioctl ABI: rustfs_fadvise i
  */
 #define RUSTFS_IOC_MAGIC_GET _IOR(RUSTFS_IOC_TYPE, 2, uint64_t)
 
+/*
+ * Access plans (LLD-002 §4.2): the order in which a file's ranges will be
+ * read, handed to the mount so that it fetches them ahead of the readers.
+ * Small plans go by ioctl on an open descriptor of the file; larger ones
+ * (up to RUSTFS_PLAN_MAX_ENTRIES) through the mount's control socket: its
+ * path is the value of the extended attribute "user.rustfs.control" of any
+ * file of the mount. A new plan replaces the file's old one; the file's
+ * last close (in every process) ends it.
+ */
+struct rustfs_plan_entry {
+  uint64_t offset; /* bytes into the file */
+  uint64_t length; /* bytes, > 0 */
+};
+
+#define RUSTFS_PLAN_IOCTL_ENTRIES 1000
+/* ioctl(fd, RUSTFS_IOC_PLAN, &plan) -> 0, or -1 with errno EINVAL (count 0
+ * or above RUSTFS_PLAN_IOCTL_ENTRIES, reserved != 0, an entry of length 0),
+ * EOPNOTSUPP (plans are off on this mount). 16016 bytes. */
+struct rustfs_plan_ioctl {
+  uint32_t count;    /* entries used, 1..RUSTFS_PLAN_IOCTL_ENTRIES */
+  uint32_t depth;    /* entries fetched ahead of the readers; 0 = the mount's default */
+  uint64_t reserved; /* must be 0 */
+  struct rustfs_plan_entry entries[RUSTFS_PLAN_IOCTL_ENTRIES];
+};
+#define RUSTFS_IOC_PLAN _IOW(RUSTFS_IOC_TYPE, 3, struct rustfs_plan_ioctl)
+
+/* The control socket (AF_UNIX, SOCK_STREAM): one plan per connection, a
+ * 32-byte header then `count` entries (little endian, as in memory here);
+ * the reply is one int32: 0, or the errno the ioctl would have given
+ * (ENOENT: the file is not open in any process of the mount). */
+#define RUSTFS_CONTROL_MAGIC 0x50534652u /* "RFSP" */
+#define RUSTFS_PLAN_MAX_ENTRIES (UINT64_C(1) << 26)
+struct rustfs_control_plan {
+  uint32_t magic;    /* RUSTFS_CONTROL_MAGIC */
+  uint32_t version;  /* 1 */
+  uint64_t ino;      /* st_ino of the file, open in the sender */
+  uint64_t count;    /* 1..RUSTFS_PLAN_MAX_ENTRIES */
+  uint32_t depth;    /* 0 = the mount's default */
+  uint32_t reserved; /* 0 */
+};
+#define RUSTFS_CONTROL_XATTR "user.rustfs.control"
+
+#ifdef __cplusplus
+static_assert(sizeof(struct rustfs_plan_ioctl) == 16016, "ioctl ABI: rustfs_plan_ioctl");
+static_assert(sizeof(struct rustfs_control_plan) == 32, "control ABI: rustfs_control_plan");
+#else
+_Static_assert(sizeof(struct rustfs_plan_ioctl) == 16016, "ioctl ABI: rustfs_plan_ioctl");
+_Static_assert(sizeof(struct rustfs_control_plan) == 32, "control ABI: rustfs_control_plan");
+#endif
+
 /* "RUSTFS" in ASCII, then an ioctl ABI version (1) in the low 16 bits. */
 #define RUSTFS_MAGIC UINT64_C(0x5255535446530001)
 

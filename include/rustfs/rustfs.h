@@ -110,6 +110,21 @@ RUSTFS_API int64_t rustfs_size(rustfs_file* file);
 RUSTFS_API int rustfs_fadvise(rustfs_file* file, uint64_t offset, uint64_t len, int advice);
 
 /*
+ * An access plan (LLD-002 §4.2): the order in which ranges of this file will
+ * be read, by this client's readers of it (every rustfs_file open on it).
+ * entries[i] = {offset, length} (struct rustfs_plan_entry, also in
+ * <rustfs/ioctl.h>), n of them in reading order; the client fetches the
+ * entries ahead of the readers (`depth` entries ahead, 0 = the config's
+ * access_plan.default_prefetch_depth) into its fragment cache. A new plan
+ * replaces the file's old one; the file's last close ends it. 0, -EINVAL (no
+ * entries, an entry of length 0), -EOPNOTSUPP (plans off in the config, or
+ * no fragment cache).
+ */
+struct rustfs_plan_entry;
+RUSTFS_API int rustfs_submit_access_plan(rustfs_file* file, const struct rustfs_plan_entry* entries,
+                                         size_t n, uint32_t depth);
+
+/*
  * One read of a batch. The caller fills offset, length and buf (length bytes,
  * caller-owned, must stay valid for the call); rustfs_read_batch sets result:
  * the bytes read (short at end of file, 0 past it) or -errno for this read

@@ -6,6 +6,7 @@
 // report the same errno), and keeps the words in a thread-local for
 // rustfs_last_error().
 #include "rustfs/rustfs.h"
+#include "rustfs/ioctl.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -236,6 +237,18 @@ int rustfs_fadvise(rustfs_file* file, uint64_t offset, uint64_t len, int advice)
     int rc;
     if (BadArg(file, "file", &rc)) return rc;
     Status s = file->owner->client->Advise(*file->file, offset, len, advice);
+    return s.ok() ? 0 : Fail(s);
+  });
+}
+
+int rustfs_submit_access_plan(rustfs_file* file, const struct rustfs_plan_entry* entries, size_t n,
+                              uint32_t depth) {
+  return Guard([&]() -> int {
+    int rc;
+    if (BadArg(file, "file", &rc) || (n && BadArg(entries, "entries", &rc))) return rc;
+    std::vector<rustfs::client::PlanEntry> plan(n);
+    for (size_t i = 0; i < n; i++) plan[i] = {entries[i].offset, entries[i].length};
+    Status s = file->owner->client->SubmitPlan(file->file->state->ino, std::move(plan), depth);
     return s.ok() ? 0 : Fail(s);
   });
 }

@@ -42,12 +42,14 @@ Result<std::unique_ptr<Client>> Client::Create(const Config& cfg) {
     for (int i = 0; i < kPrefetchThreads; i++)
       c->prefetchers_.emplace_back([p = c.get()] { p->PrefetchLoop(); });
   }
+  c->StartPlans();
   c->renew_ = std::thread([p = c.get()] { p->RenewLoop(); });
   c->notifier_ = std::thread([p = c.get()] { p->NotifierLoop(); });
   return c;
 }
 
 Client::~Client() {
+  plans_.reset();  // its threads fetch through everything below
   {
     std::lock_guard lk(prefetch_mu_);
     stop_ = true;
@@ -159,6 +161,8 @@ Status Client::LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& r
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
   FileState& st = *f.state;
   app_reads_.Inc();
+  // Before taking the file's lock: the read may wait for its planned fetch.
+  const bool planned = NotePlannedRead(f, offset, len);
   // kStale from the reader: the map named a chunk version that is gone (an
   // overwrite raced with this read): fetch the map again and read again.
   for (int attempt = 0;; attempt++) {
@@ -172,7 +176,8 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
       app_bytes_read_.Add(n);
       Observe(f, st, f.detector.OnRead(offset, n, size));
     }
-    Status s = fcache_ ? ReadThroughCache(st, offset, n, buf, TierFor(f)) : FetchRange(st, offset, n, buf);
+    const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(f);
+    Status s = fcache_ ? ReadThroughCache(st, offset, n, buf, tier) : FetchRange(st, offset, n, buf);
     if (s.code() == Code::kStale && attempt < 2) {
       st.map_stale = true;
       continue;
@@ -183,15 +188,17 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
 }
 
 Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
+  bool planned = false;
+  for (const ReadReq& r : reqs) planned |= NotePlannedRead(f, r.offset, r.length);
   for (int attempt = 0;; attempt++) {
-    Status s = ReadManyOnce(f, reqs, attempt == 0);
+    Status s = ReadManyOnce(f, reqs, attempt == 0, planned);
     // As in Read: a chunk version gone under a racing overwrite.
     if (s.code() != Code::kStale || attempt >= 2) return s;
     f.state->map_stale = true;
   }
 }
 
-Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first) {
+Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned) {
   FileState& st = *f.state;
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
@@ -200,7 +207,7 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first) {
     return s;
   }
   const uint64_t size = st.attr.size();
-  const auto tier = TierFor(f);
+  const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(f);
   // What the cache lacks, over all requests, fetched in one reader call:
   // the pieces of every miss reach each DSS in one BatchRead.
   struct Miss {
@@ -247,6 +254,10 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first) {
     std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
   }
   return fetched;
+}
+
+bool Client::NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len) {
+  return plans_ && plans_->OnRead(f.state->ino, offset, len) != PlanExecutor::Match::kNoPlan;
 }
 
 // Sequential files cache in the stream tier; everything else is subject to
@@ -457,6 +468,7 @@ Status Client::Release(std::shared_ptr<OpenFile> f) {
     std::lock_guard lk(open_mu_);
     FileState& st = *f->state;
     if (--st.opens > 0) return s;
+    if (plans_) plans_->Cancel(st.ino);  // its plan ends with its last close
     // Closed files keep their state (attributes, chunk map, and the open
     // reference at the MDS) while it is covered by the lease, so reopening
     // costs no MDS round trip. One revoked while open (changed elsewhere,

@@ -9,6 +9,7 @@
 //   client_namespace.cc  names, attributes (truncate), links, xattrs
 //   client_locks.cc      advisory locks (fcntl, flock) held by the MDS
 //   client_space.cc      fallocate (allocate, punch, zero ranges)
+//   client_plans.cc      access plans: fetching plan entries into the cache
 //
 // POSIX promises kept here (DESIGN.md §7): buffered writes are published
 // before any attribute change of the file (ours, or another client's: the
@@ -41,6 +42,7 @@
 #include "client/ec_writer.h"
 #include "client/file_state.h"
 #include "client/mds_client.h"
+#include "client/plan_executor.h"
 #include "common/config.h"
 #include "net/rpc_server.h"
 
@@ -128,6 +130,15 @@ class Client {
   // locks; last close of an open file description: flock). No RPC when
   // this client never took such a lock.
   Status ReleaseLocks(uint64_t ino, uint64_t owner, bool flock);
+
+  // --- access plans (LLD-002 §4.2) ---
+  // Hands over the order in which ranges of `ino` (open here) will be read,
+  // by any process reading it through this client: the entries ahead of the
+  // readers are fetched into the cache. A new plan replaces the file's old
+  // one; its last close drops it. depth 0 = access_plan.default_prefetch_depth.
+  // kNotSupported when plans are off (access_plan.enabled = false, or no
+  // fragment cache to fetch into); kNotFound when ino is not open here.
+  Status SubmitPlan(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth = 0);
 
   // --- data ---
   // Fetches the whole chunk map in one MDS RPC (LLD-002 §1.1); later reads
@@ -231,7 +242,9 @@ class Client {
   Status FlushIfOpen(uint64_t ino);
   // --- data path helpers ---
   Status RefreshMap(FileState& st);
-  Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first);
+  // first: count the reads (not again when retried); planned: the file
+  // has an access plan (its bytes go to the stream tier).
+  Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned);
   Status LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
                      std::unique_lock<std::shared_mutex>& wl);
   FragmentCache::Tier TierFor(const OpenFile& f) const;
@@ -250,6 +263,13 @@ class Client {
   Status ReportError(OpenFile& f, uint64_t OpenFile::*seen);
   Status ZeroTail(FileState& st, uint64_t new_size);
   Status WriteLocked(FileState& st, uint64_t offset, const char* data, size_t len);
+  // --- access plans (client_plans.cc) ---
+  class PlanFetch;
+  void StartPlans();
+  // Reads plan entries of `ino` into the stream tier, together.
+  Status FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries);
+  // Tells the plan of f's file about a read; whether the file has a plan.
+  bool NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len);
 
   Config cfg_;
   MdsClient mds_;
@@ -301,6 +321,9 @@ class Client {
   std::condition_variable prefetch_cv_;
   std::deque<PrefetchJob> prefetch_q_;
   std::vector<std::thread> prefetchers_;
+
+  std::unique_ptr<PlanFetcher> plan_fetch_;  // a PlanFetch
+  std::unique_ptr<PlanExecutor> plans_;  // null when plans are off
 
   Counter& app_bytes_read_;
   Counter& app_bytes_written_;

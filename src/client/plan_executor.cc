@@ -17,7 +17,8 @@ PlanExecutor::PlanExecutor(PlanFetcher& fetcher, const Options& options)
       dropped_(GetCounter("client.plans_dropped")),
       prefetched_bytes_(GetCounter("client.plan_prefetched_bytes")),
       wasted_bytes_(GetCounter("client.plan_wasted_bytes")),
-      fetch_errors_(GetCounter("client.plan_fetch_errors")) {
+      fetch_errors_(GetCounter("client.plan_fetch_errors")),
+      abandoned_(GetCounter("client.plan_abandoned")) {
   for (int i = 0; i < std::max(1, opt_.threads); i++) threads_.emplace_back([this] { Worker(); });
 }
 
@@ -74,14 +75,13 @@ void PlanExecutor::Pump(const std::shared_ptr<Plan>& p) {
   // At most as many fetches of one plan in flight as there are threads: a
   // plan's fetches are in its order, and more would only queue.
   while (!p->ended && p->fetches < uint32_t(threads_.size()) && p->next < p->entries.size() &&
-         p->ahead < p->depth && p->ahead_bytes < opt_.max_bytes) {
+         p->next < p->reached + p->depth && p->ahead_bytes < opt_.max_bytes) {
     Job job{p, {}};
-    while (p->next < p->entries.size() && job.indexes.size() < opt_.batch && p->ahead < p->depth &&
+    while (p->next < p->entries.size() && job.indexes.size() < opt_.batch && p->next < p->reached + p->depth &&
            p->ahead_bytes < opt_.max_bytes) {
       const size_t i = p->next++;
       if (p->state[i] != kIdle) continue;  // read before its turn came
       p->state[i] = kInFlight;
-      p->ahead++;
       p->ahead_bytes += p->entries[i].length;
       job.indexes.push_back(uint32_t(i));
     }
@@ -124,7 +124,6 @@ void PlanExecutor::Worker() {
       p.state[i] = s.ok() ? kFetched : kIdle;
       bytes += p.entries[i].length;
       if (!s.ok()) {
-        p.ahead--;
         p.ahead_bytes -= p.entries[i].length;
       }
     }
@@ -134,11 +133,23 @@ void PlanExecutor::Worker() {
   }
 }
 
+bool PlanExecutor::Reads(uint64_t offset, uint64_t end, uint64_t start, uint64_t stop) const {
+  if (start >= offset && stop <= end) return true;  // covers it (the kernel reads whole pages)
+  if (offset >= start && end <= stop) return true;  // a piece of it
+  // Overlapping at one edge: a kernel read of whole pages reaches into the
+  // neighbours' pages it shares with the record it is for, and starts past
+  // a record's first pages when they are cached already. Only the first
+  // touches the entry in nothing but its edge page.
+  const uint64_t page = std::max<uint64_t>(opt_.page, 1);
+  if (offset < start) return (end - 1) / page != start / page;  // reaches into its head
+  return offset / page != (stop - 1) / page;                     // runs on past its tail
+}
+
 void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::vector<size_t>& unread,
                         bool& overlaps_read) const {
-  const size_t window = opt_.window ? opt_.window : std::max<size_t>(4 * size_t(p.depth), 1024);
-  const size_t limit = p.head + window;
   const uint64_t end = offset + std::max<uint64_t>(length, 1);
+  const size_t limit = p.head + Window(p);
+  size_t edge = SIZE_MAX;  // the unread entry earliest in the plan the read only touches at an edge
   // Entries starting before the read's end, nearest first, back as far as
   // the longest entry reaches.
   auto it = std::lower_bound(p.by_offset.begin(), p.by_offset.end(), std::make_pair(end, uint32_t(0)));
@@ -146,23 +157,52 @@ void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::ve
     --it;
     const auto [start, i] = *it;
     if (start + p.max_length <= offset) break;
-    if (start + p.entries[i].length <= offset) continue;  // ends before the read
-    if (p.state[i] == kRead) {
+    const uint64_t stop = start + p.entries[i].length;
+    if (stop <= offset) continue;  // ends before the read
+    const bool unread_in_window = p.state[i] != kRead && i >= p.head && i < limit;
+    if (!Reads(offset, end, start, stop)) {
+      if (unread_in_window) edge = std::min(edge, size_t(i));
+    } else if (p.state[i] == kRead) {
       overlaps_read = true;
-    } else if (i >= p.head && i < limit) {
+    } else if (unread_in_window) {
       unread.push_back(i);
     }
   }
+  // A single page shared by the tail of one record and the head of the
+  // next (the rest of the first cached): it is for the one due first.
+  if (unread.empty() && !overlaps_read && edge != SIZE_MAX) unread.push_back(edge);
+}
+
+size_t PlanExecutor::Window(const Plan& p) const {
+  return opt_.window ? opt_.window : std::max<size_t>(4 * size_t(p.depth), 1024);
+}
+
+void PlanExecutor::Release(Plan& p, size_t i) {
+  if (p.state[i] == kFetched || p.state[i] == kInFlight) {
+    p.ahead_bytes -= p.entries[i].length;
+  }
+}
+
+void PlanExecutor::Abandon(Plan& p, size_t i) {
+  if (p.state[i] == kFetched || p.state[i] == kInFlight) wasted_bytes_.Add(p.entries[i].length);
+  Release(p, i);
+  abandoned_.Inc();
+  p.state[i] = kRead;
 }
 
 void PlanExecutor::Consume(Plan& p, size_t i) {
   if (p.state[i] == kRead) return;
-  if (p.state[i] == kFetched || p.state[i] == kInFlight) {
-    p.ahead--;
-    p.ahead_bytes -= p.entries[i].length;
-  }
+  Release(p, i);
   p.state[i] = kRead;
-  while (p.head < p.entries.size() && p.state[p.head] == kRead) p.head++;
+  p.reached = std::max(p.reached, i + 1);
+  // Entries the readers left behind (a sample skipped, a read that never
+  // came) would hold the window and the fetch budget forever: once the
+  // readers are half a window past one, it is given up.
+  const size_t slack = Window(p) / 2;
+  while (p.head < p.entries.size() && (p.state[p.head] == kRead || p.head + slack < p.reached)) {
+    if (p.state[p.head] != kRead) Abandon(p, p.head);
+    p.head++;
+  }
   // The readers passed entries whose fetch was never issued: fetch from
   // where they are.
   p.next = std::max(p.next, p.head);

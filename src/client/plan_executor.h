@@ -8,15 +8,19 @@
 // samples in plan order through its own descriptor; the client (one FUSE
 // daemon for the whole mount) sees W interleaved streams. So a plan is per
 // inode, shared by every reader of the file, and a read is matched to the
-// unread entries it overlaps inside a window of entries from the lowest
-// unread one, not to a single cursor: reads out of order, from several
-// processes, in pieces or in whole pages (the kernel's) all match. The window start (`head`) moves
-// as entries are read; fetching stays `depth` entries and `max_bytes` bytes
-// ahead of it, many entries per fetch (each fetch is one BatchRead per DSS).
+// unread entries it reads (covers, is a piece of, or reads past their edge
+// pages) inside a window of entries from the lowest unread one (`head`),
+// not to a single cursor: reads out of order, from several processes, in
+// pieces or in whole pages (the kernel's) all match. Fetching runs `depth`
+// entries past the furthest entry read, and at most `max_bytes` fetched and
+// not read, many entries per fetch (each fetch is one BatchRead per DSS).
+// Entries the kernel serves from its page cache never reach the executor:
+// they do not hold fetching back.
 //
 // A read of an entry whose fetch is still in flight waits for it (late); a
 // read of an entry not fetched yet is served at once and the entry is
-// skipped; reads outside the plan are served normally, and after
+// skipped; entries the readers pass by half a window unread are given up
+// (abandoned); reads outside the plan are served normally, and after
 // `max_misses` of them in a row the plan is dropped. A new plan replaces the
 // file's old one; Cancel (the file's last close) drops it. Bytes fetched but
 // never read when a plan ends count as wasted.
@@ -56,12 +60,13 @@ class PlanFetcher {
 class PlanExecutor {
  public:
   struct Options {
-    uint32_t depth = 64;                // entries fetched or in flight ahead of the readers
+    uint32_t depth = 64;                // entries fetched past the furthest one read
     uint64_t max_bytes = 128ull << 20;  // ...and bytes
     uint32_t batch = 32;                // entries per fetch at most
     uint32_t window = 0;                // match window in entries; 0 = max(4 x depth, 1024)
     uint32_t max_misses = 256;          // reads in a row outside the plan before it is dropped
     int threads = 2;                    // fetching threads
+    uint32_t page = 4096;               // bytes the readers' kernel reads in (a FUSE mount's page); 1 = exact
   };
   enum class Match { kNoPlan, kHit, kLate, kEarly, kMiss };
 
@@ -90,10 +95,10 @@ class PlanExecutor {
     uint64_t max_length = 0;  // longest entry: how far back a containing entry can start
     std::vector<State> state;
     size_t head = 0;          // lowest entry not read
+    size_t reached = 0;       // 1 + the highest entry read: fetching runs depth entries past it
     size_t next = 0;          // next entry to fetch
     uint32_t depth = 0;
-    uint32_t ahead = 0;       // entries fetched or in flight, not read
-    uint64_t ahead_bytes = 0;
+    uint64_t ahead_bytes = 0;  // of entries fetched or in flight, not read
     uint32_t fetches = 0;     // fetches in flight
     uint32_t misses_in_a_row = 0;
     bool ended = false;       // replaced, cancelled or dropped
@@ -103,16 +108,26 @@ class PlanExecutor {
     std::vector<uint32_t> indexes;
   };
 
-  // Queues fetches until the plan is depth entries / max_bytes ahead.
+  // Queues fetches until they are depth entries past the furthest read, or
+  // max_bytes are fetched and not read.
   // Caller holds mu_.
   void Pump(const std::shared_ptr<Plan>& p);
   // Marks the plan over and counts what it fetched for nothing. Caller holds mu_.
   void End(Plan& p);
   // The unread entries inside the window that [offset, offset + length)
-  // overlaps, and whether it overlaps an entry read already. Caller holds mu_.
+  // reads (see Reads; failing any, the earliest unread one it touches), and
+  // whether it reads an entry read already. Caller holds mu_.
   void Find(const Plan& p, uint64_t offset, uint64_t length, std::vector<size_t>& unread,
             bool& overlaps_read) const;
-  void Consume(Plan& p, size_t i);  // caller holds mu_
+  // Whether a read of [offset, end) reads the entry [start, stop) it
+  // overlaps, as opposed to touching it in a page it shares with another.
+  bool Reads(uint64_t offset, uint64_t end, uint64_t start, uint64_t stop) const;
+  size_t Window(const Plan& p) const;  // entries from head a read is matched in
+  // Caller holds mu_ for these. Consume: entry i read. Abandon: left behind
+  // unread. Release: no longer counted ahead.
+  void Consume(Plan& p, size_t i);
+  void Abandon(Plan& p, size_t i);
+  void Release(Plan& p, size_t i);
   void Worker();
 
   PlanFetcher& fetcher_;
@@ -134,6 +149,7 @@ class PlanExecutor {
   Counter& prefetched_bytes_;
   Counter& wasted_bytes_;
   Counter& fetch_errors_;
+  Counter& abandoned_;
 };
 
 }  // namespace rustfs::client

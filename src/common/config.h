@@ -79,11 +79,23 @@ struct Config {
   } dss_hot_tier;
 
   struct AccessPlan {
-    bool enabled = true;
+    bool enabled = true;                   // plans accepted (else refused with EOPNOTSUPP)
     uint32_t default_prefetch_depth = 64;  // entries ahead; >= 1
-    bool auto_detect = true;
+    // Bytes a plan may have fetched ahead of its readers; 0 = an eighth of
+    // fragment_cache.capacity (the stream tier, where prefetched bytes go).
+    uint64_t max_prefetch_bytes = 0;
+    bool auto_detect = true;  // strided and index-file plans found without the application
     bool operator==(const AccessPlan&) const = default;
   } access_plan;
+
+  // Stand-ins for what this machine lacks, named as emulation wherever a
+  // figure uses them (DESIGN.md §5). Off by default.
+  struct Emulation {
+    // Each DSS reply waits this long on a timer first (no thread blocked):
+    // network distance, since tc netem is absent here.
+    uint32_t dss_reply_delay_us = 0;
+    bool operator==(const Emulation&) const = default;
+  } emulation;
 
   struct RandomIo {
     uint32_t queue_depth = 1024;  // io_uring entries; 1..32768

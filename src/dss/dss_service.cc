@@ -59,6 +59,11 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
     if (Status st = PinCurrentThread(cpu); !st.ok())
       LOG_WARN("DSS I/O thread not pinned to CPU {}: {}", cpu, st.ToString());
   });
+  if (cfg.emulation.dss_reply_delay_us > 0) {
+    LOG_WARN("dss {}: EMULATION: every reply delayed {} us (emulation.dss_reply_delay_us)", id,
+             cfg.emulation.dss_reply_delay_us);
+    s->server_.SetReplyDelay(std::chrono::microseconds(cfg.emulation.dss_reply_delay_us));
+  }
   RandomReadEngine::Options eo;
   eo.queue_depth = cfg.random_io.queue_depth;
   eo.io_poll = cfg.random_io.io_poll;

@@ -183,6 +183,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 ReadBatcher* g_batcher = nullptr;
+std::string g_control_path;  // the control socket's path (RUSTFS_CONTROL_XATTR)
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   if (g_batcher) return g_batcher->Submit(req, &FileOf(fi), uint64_t(off), size);
@@ -342,7 +343,7 @@ void StatFs(fuse_req_t req, fuse_ino_t) {
 // The kernel does not pass posix_fadvise to FUSE daemons: hints arrive as
 // RUSTFS_IOC_FADVISE on the open file (sent by applications, or by
 // librustfs_preload.so on their behalf).
-void Ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* fi,
+void Ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info* fi,
            unsigned flags, const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
   if (flags & FUSE_IOCTL_DIR) { fuse_reply_err(req, ENOTTY); return; }
   if (cmd == RUSTFS_IOC_MAGIC_GET) {
@@ -357,6 +358,20 @@ void Ioctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* 
     std::memcpy(&a, in_buf, sizeof a);
     if (a.reserved != 0) { fuse_reply_err(req, EINVAL); return; }
     Status s = C(req).Advise(FileOf(fi), a.offset, a.length, int(a.advice));
+    if (!s.ok()) { ReplyErr(req, s); return; }
+    fuse_reply_ioctl(req, 0, nullptr, 0);
+    return;
+  }
+  if (cmd == RUSTFS_IOC_PLAN) {
+    if (in_bufsz != sizeof(rustfs_plan_ioctl)) { fuse_reply_err(req, EINVAL); return; }
+    auto* p = static_cast<const rustfs_plan_ioctl*>(in_buf);
+    if (p->reserved != 0 || p->count == 0 || p->count > RUSTFS_PLAN_IOCTL_ENTRIES) {
+      fuse_reply_err(req, EINVAL);
+      return;
+    }
+    std::vector<client::PlanEntry> entries(p->count);
+    for (uint32_t i = 0; i < p->count; i++) entries[i] = {p->entries[i].offset, p->entries[i].length};
+    Status s = C(req).SubmitPlan(ino, std::move(entries), p->depth);
     if (!s.ok()) { ReplyErr(req, s); return; }
     fuse_reply_ioctl(req, 0, nullptr, 0);
     return;
@@ -381,6 +396,9 @@ void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     value = CountersToJson(C(req).Stats());
   } else if (std::strcmp(name, kModeXattr) == 0) {
     value = C(req).ModeOf(ino);
+  } else if (std::strcmp(name, RUSTFS_CONTROL_XATTR) == 0) {
+    if (g_control_path.empty()) return ReplyErr(req, {Code::kNoData, "no control socket"});
+    value = g_control_path;
   } else if (std::strcmp(name, kLayoutXattr) == 0) {
     auto a = C(req).GetAttr(ino);
     if (!a) return ReplyErr(req, a.error());
@@ -399,7 +417,8 @@ void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* valu
               int flags) {
   if (std::strcmp(name, kLayoutXattr) == 0)
     return (void)fuse_reply_err(req, C(req).SetLayout(ino, std::string(value, size)).ToErrno());
-  if (std::strcmp(name, kStatsXattr) == 0 || std::strcmp(name, kModeXattr) == 0)
+  if (std::strcmp(name, kStatsXattr) == 0 || std::strcmp(name, kModeXattr) == 0 ||
+      std::strcmp(name, RUSTFS_CONTROL_XATTR) == 0)
     return (void)fuse_reply_err(req, EPERM);  // read-only control attributes
   fuse_reply_err(req, C(req).SetXattr(ino, name, std::string(value, size), uint32_t(flags)).ToErrno());
 }
@@ -419,6 +438,7 @@ void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
 }  // namespace
 
 void UseReadBatcher(ReadBatcher* b) { g_batcher = b; }
+void AdvertiseControlSocket(const std::string& path) { g_control_path = path; }
 
 namespace {
 

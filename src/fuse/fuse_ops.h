@@ -17,6 +17,10 @@ class ReadBatcher;
 // served by the FUSE worker that received it. Set before the session loop.
 void UseReadBatcher(ReadBatcher* b);
 
+// The control socket's path, given as RUSTFS_CONTROL_XATTR of every file.
+// Set before the session loop.
+void AdvertiseControlSocket(const std::string& path);
+
 // Forwards the client's lease revocations to the kernel's caches.
 void InstallInvalidation(client::Client& c, fuse_session* se);
 

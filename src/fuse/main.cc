@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/log.h"
+#include "fuse/control_socket.h"
 #include "fuse/fuse_ops.h"
 #include "fuse/read_batcher.h"
 
@@ -53,6 +54,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG_INFO("mounted on {}", mountpoint);
+  std::unique_ptr<rustfs::fuse::ControlSocket> control;
+  if (auto cs = rustfs::fuse::ControlSocket::Start(rustfs::fuse::DefaultControlPath(), **client); cs) {
+    control = std::move(*cs);
+    rustfs::fuse::AdvertiseControlSocket(control->path());
+  } else {
+    LOG_WARN("no control socket (large access plans only through the C API): {}", cs.error().ToString());
+  }
   std::unique_ptr<rustfs::fuse::ReadBatcher> batcher;
   if (!sync_reads) {
     batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, leaders);
@@ -66,6 +74,7 @@ int main(int argc, char** argv) {
   fuse_loop_cfg_destroy(lc);
   rustfs::fuse::UseReadBatcher(nullptr);
   batcher.reset();  // answers what is queued before the session goes
+  control.reset();
   client->reset();  // its threads call into the session (kernel invalidations): before it goes
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);

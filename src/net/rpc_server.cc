@@ -23,6 +23,7 @@ struct RpcServer::Impl {
   std::unordered_map<uint32_t, Handler> handlers;
   std::vector<std::thread> workers;
   std::function<void()> thread_start;
+  std::chrono::microseconds reply_delay{0};
   Counter& wire_sent;
   Counter& wire_received;
   Counter& requests;
@@ -109,6 +110,10 @@ struct RpcServer::Impl {
       pb::RpcHeader rep_hdr;
       RpcReply reply;
       Dispatch(req, payload, rep_hdr, reply);
+      if (reply_delay.count() > 0) {
+        asio::steady_timer t(sock.get_executor(), reply_delay);
+        co_await t.async_wait(kTuple);
+      }
       rep_hdr.SerializeToString(&rep_hdr_bytes);
       uint8_t out_prefix[kPrefixBytes];
       EncodePrefix({uint32_t(rep_hdr_bytes.size()), reply.payload.size()}, out_prefix);
@@ -136,6 +141,8 @@ RpcServer::~RpcServer() { Stop(); }
 void RpcServer::Handle(uint32_t method, Handler h) { impl_->handlers[method] = std::move(h); }
 
 void RpcServer::OnThreadStart(std::function<void()> fn) { impl_->thread_start = std::move(fn); }
+
+void RpcServer::SetReplyDelay(std::chrono::microseconds delay) { impl_->reply_delay = delay; }
 
 Status RpcServer::Start(const std::string& address) {
   auto hp = SplitHostPort(address);

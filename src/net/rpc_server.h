@@ -17,6 +17,7 @@
 // thread is busy with another.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,9 @@ class RpcServer {
   void Handle(uint32_t method, Handler h);
   // Runs first on every I/O thread Start makes (naming, CPU pinning).
   void OnThreadStart(std::function<void()> fn);
+  // Emulated network distance: every reply waits this long on a timer
+  // before it is sent; the thread serves others meanwhile. Before Start.
+  void SetReplyDelay(std::chrono::microseconds delay);
 
   // Binds "host:port" (port 0 picks a free one) and starts the io threads.
   Status Start(const std::string& address);

@@ -1,0 +1,89 @@
+// Client: access plans (LLD-002 §4, DESIGN.md §8). The executor
+// (plan_executor.h) decides what to fetch and when; this file fetches it:
+// the entries of one fetch become page-aligned ranges read with one
+// EcReader call (one BatchRead per DSS for all of them) and kept in the
+// fragment cache's stream tier, where the readers find them.
+#include <algorithm>
+#include <cstring>
+
+#include "client/client.h"
+
+namespace rustfs::client {
+
+class Client::PlanFetch final : public PlanFetcher {
+ public:
+  explicit PlanFetch(Client& c) : c_(c) {}
+  Status Fetch(uint64_t ino, std::span<const PlanEntry> entries) override {
+    return c_.FetchPlanned(ino, entries);
+  }
+
+ private:
+  Client& c_;
+};
+
+void Client::StartPlans() {
+  if (!cfg_.access_plan.enabled || !fcache_) return;  // nothing to fetch into
+  PlanExecutor::Options o;
+  o.depth = cfg_.access_plan.default_prefetch_depth;
+  o.max_bytes = cfg_.access_plan.max_prefetch_bytes
+                    ? cfg_.access_plan.max_prefetch_bytes
+                    : uint64_t(double(cfg_.fragment_cache.capacity) * FragmentCache::kStreamShare);
+  plan_fetch_ = std::make_unique<PlanFetch>(*this);
+  plans_ = std::make_unique<PlanExecutor>(*plan_fetch_, o);
+}
+
+Status Client::SubmitPlan(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth) {
+  if (!plans_)
+    return {Code::kNotSupported, cfg_.access_plan.enabled
+                                     ? "access plans need the fragment cache (fragment_cache.enabled)"
+                                     : "access plans are off (access_plan.enabled = false)"};
+  if (!FindOpen(ino)) return NotFound("inode " + std::to_string(ino) + " is not open here");
+  return plans_->Submit(ino, std::move(entries), depth);
+}
+
+Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
+  static Counter& fetched = GetCounter("client.plan_bytes_fetched");
+  auto st = FindOpen(ino);
+  if (!st) return NotFound("inode " + std::to_string(ino) + " is no longer open");
+  std::shared_lock lk(st->mu);
+  // A file being written or just revoked is left to its readers: prefetch
+  // must never cache stale bytes.
+  if (!st->dirty.empty() || st->map_stale || !LeaseValid())
+    return Unavailable("inode " + std::to_string(ino) + " is changing");
+  const uint64_t size = st->attr.size();
+  constexpr uint64_t kPage = FragmentCache::kPage;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // page-aligned [start, end)
+  for (const PlanEntry& e : entries) {
+    const uint64_t start = e.offset / kPage * kPage;
+    const uint64_t end = std::min(e.offset + e.length, size);
+    if (start >= end) continue;  // past the end of file
+    if (fcache_->Contains({ino}, start, end - start)) continue;
+    ranges.emplace_back(start, (end + kPage - 1) / kPage * kPage);
+  }
+  if (ranges.empty()) return Status::Ok();
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (auto r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  std::vector<std::string> bufs(merged.size());
+  std::vector<ReadExtent> extents;
+  for (size_t i = 0; i < merged.size(); i++) {
+    auto [start, end] = merged[i];
+    bufs[i].assign(end - start, '\0');
+    AppendExtents(*st, start, std::min(end, size) - start, bufs[i].data(), extents);  // zeros past EOF
+  }
+  const uint64_t seq = revoke_seq_.load();
+  if (!extents.empty()) RUSTFS_RETURN_IF_ERROR(reader_->Read(ino, st->geo, extents));
+  if (revoke_seq_.load() != seq) return Unavailable("revoked while fetching");
+  for (size_t i = 0; i < merged.size(); i++) {
+    fcache_->Insert({ino}, merged[i].first, bufs[i], FragmentCache::Tier::kStream);
+    fetched.Add(bufs[i].size());
+  }
+  return Status::Ok();
+}
+
+}  // namespace rustfs::client
