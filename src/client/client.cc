@@ -81,6 +81,7 @@ Status Client::Connect() {
   ro.gap_threshold = cfg_.random_io.coalesce_gap_threshold;
   ro.hedge = cfg_.client.hedge_reads;
   ro.hedge_min_us = cfg_.client.hedge_min_us;
+  ro.partial_read_fast_path = cfg_.ec.partial_read_fast_path;
   reader_ = std::make_unique<EcReader>(*dss_, mds_, ro);
   writer_ = std::make_unique<EcWriter>(*dss_, mds_, *reader_, client_id_);
   return Status::Ok();
@@ -89,7 +90,10 @@ Status Client::Connect() {
 Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino, bool open) {
   pb::GetChunkMapReq r;
   r.set_ino(ino);
-  r.set_length(0);  // the whole map: reads then need no MDS at all
+  // The whole map, so reads then need no MDS at all (LLD-002 §1.1); or,
+  // with random_read.prefetch_full_chunkmap off, the first chunk's, the
+  // rest fetched by the reads that need it.
+  r.set_length(cfg_.random_read.prefetch_full_chunkmap ? 0 : 1);
   r.set_client_id(client_id_);  // ...held under a layout lease
   r.set_open(open);             // ...and the inode kept for us while we hold it
   auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, r);
@@ -99,7 +103,32 @@ Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino, bool open) {
   st->attr = m->attr();
   st->geo = GeometryOf(m->attr().layout());
   for (auto& c : m->chunks()) st->chunks[c.index()] = c;
+  st->mapped.Add(0, r.length() == 0 ? UINT64_MAX : 1);
   return st;
+}
+
+// Caller holds st.mu exclusively.
+Status Client::FetchMap(FileState& st, uint64_t offset, uint64_t len) {
+  static Counter& fetches = GetCounter("client.read_map_fetches");
+  const uint64_t cs = st.geo.chunk_size;
+  if (cs == 0 || len == 0) return Status::Ok();
+  fetches.Inc();
+  pb::GetChunkMapReq r;
+  r.set_ino(st.ino);
+  r.set_offset(offset);
+  r.set_length(len);
+  r.set_client_id(client_id_);
+  auto m = mds_.Call<pb::GetChunkMapReply>(pb::M_GET_CHUNK_MAP, r);
+  if (!m) return m.error();
+  const uint64_t first = offset / cs, end = (offset + len - 1) / cs + 1;
+  st.chunks.erase(st.chunks.lower_bound(first), st.chunks.lower_bound(end));
+  for (auto& c : m->chunks()) st.chunks[c.index()] = c;
+  st.mapped.Add(first, end);
+  return Status::Ok();
+}
+
+bool Client::MapFresh(const FileState& st, uint64_t offset, uint64_t len) const {
+  return st.dirty.empty() && !st.map_stale && LeaseValid() && MapCovers(st, offset, len);
 }
 
 // Caller holds st.mu exclusively, with no buffered writes.
@@ -115,6 +144,7 @@ Status Client::RefreshMap(FileState& st) {
   st.attr = (*fresh)->attr;
   st.geo = (*fresh)->geo;  // a directory's or empty file's layout can change (SetLayout)
   st.chunks = std::move((*fresh)->chunks);
+  st.mapped = std::move((*fresh)->mapped);
   return Status::Ok();
 }
 
@@ -143,18 +173,23 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
   return f;
 }
 
-// Takes st.mu for a read: shared, unless buffered writes must be published
-// first (read-your-writes) or the map is no longer covered by a lease and
-// must be fetched again before use.
-Status Client::LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
-                           std::unique_lock<std::shared_mutex>& wl) {
+// Takes st.mu for a read of [offset, offset + len): shared, unless
+// buffered writes must be published first (read-your-writes), the map is no
+// longer covered by a lease and must be fetched again before use, or it
+// lacks the chunks of the range. With random_read.hold_layout_lease off the
+// map is not trusted from one read to the next: every read asks the MDS for
+// its range's.
+Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
+                           std::shared_lock<std::shared_mutex>& rl, std::unique_lock<std::shared_mutex>& wl) {
   CheckLease();  // a lapsed lease: nothing cached is served any more
+  const bool hold = cfg_.random_read.hold_layout_lease;
   rl = std::shared_lock(st.mu);
-  if (st.dirty.empty() && !st.map_stale && LeaseValid()) return Status::Ok();
+  if (hold && MapFresh(st, offset, len)) return Status::Ok();
   rl.unlock();
   wl = std::unique_lock(st.mu);
   RUSTFS_RETURN_IF_ERROR(FlushLocked(st));
   if (st.map_stale || !LeaseValid()) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
+  if (!hold || !MapCovers(st, offset, len)) RUSTFS_RETURN_IF_ERROR(FetchMap(st, offset, len));
   return Status::Ok();
 }
 
@@ -168,7 +203,7 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
   for (int attempt = 0;; attempt++) {
     std::shared_lock<std::shared_mutex> rl;
     std::unique_lock<std::shared_mutex> wl;
-    RUSTFS_RETURN_ERR(LockForRead(st, rl, wl));
+    RUSTFS_RETURN_ERR(LockForRead(st, offset, len, rl, wl));
     uint64_t size = st.attr.size();
     if (offset >= size || len == 0) return 0;
     const size_t n = std::min<uint64_t>(len, size - offset);
@@ -202,7 +237,13 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   FileState& st = *f.state;
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
-  if (Status s = LockForRead(st, rl, wl); !s.ok()) {
+  // The map for the span of all the requests (one MDS call at most).
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const ReadReq& r : reqs) {
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.length);
+  }
+  if (Status s = LockForRead(st, lo, hi > lo ? hi - lo : 0, rl, wl); !s.ok()) {
     for (auto& r : reqs) r.status = s;
     return s;
   }
@@ -352,9 +393,8 @@ void Client::PrefetchLoop() {
     std::shared_lock rl(st.mu);
     // A file being written or just revoked is left alone: the reader's own
     // path will refresh it, and prefetch must never cache stale bytes.
-    if (!st.dirty.empty() || st.map_stale || !LeaseValid()) continue;
     uint64_t size = st.attr.size();
-    if (job.offset >= size) continue;
+    if (job.offset >= size || !MapFresh(st, job.offset, std::min(job.length, size - job.offset))) continue;
     uint64_t len = std::min(job.length, size - job.offset);
     // Page-align so whole pages are cached.
     uint64_t start = job.offset / FragmentCache::kPage * FragmentCache::kPage;

@@ -245,8 +245,15 @@ class Client {
   // first: count the reads (not again when retried); planned: the file
   // has an access plan (its bytes go to the stream tier).
   Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned);
-  Status LockForRead(FileState& st, std::shared_lock<std::shared_mutex>& rl,
+  Status LockForRead(FileState& st, uint64_t offset, uint64_t len, std::shared_lock<std::shared_mutex>& rl,
                      std::unique_lock<std::shared_mutex>& wl);
+  // Fetches the chunk map of [offset, offset + len) into st (an MDS call).
+  // Caller holds st.mu exclusively.
+  Status FetchMap(FileState& st, uint64_t offset, uint64_t len);
+  // Whether st's map may serve [offset, offset + len) as it is: nothing
+  // buffered, not revoked, under the lease, the range's chunks known.
+  // Caller holds st.mu (shared is enough).
+  bool MapFresh(const FileState& st, uint64_t offset, uint64_t len) const;
   FragmentCache::Tier TierFor(const OpenFile& f) const;
   void AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
                      std::vector<ReadExtent>& extents);

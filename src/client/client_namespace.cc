@@ -171,6 +171,7 @@ Result<pb::Attr> Client::Truncate(const pb::SetAttrReq& in) {
       if (registered && (st->map_stale || !LeaseValid())) RUSTFS_RETURN_ERR(RefreshMap(*st));
       const uint64_t cs = st->geo.chunk_size;
       if (req.size() < st->attr.size() && req.size() % cs) {
+        if (!MapCovers(*st, req.size(), 1)) RUSTFS_RETURN_ERR(FetchMap(*st, req.size(), 1));  // the tail chunk's
         RUSTFS_RETURN_ERR(ZeroTail(*st, req.size()));
         auto c = st->chunks.find(req.size() / cs);
         req.set_tail_version(c == st->chunks.end() ? 0 : c->second.version());

@@ -45,11 +45,19 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
   static Counter& fetched = GetCounter("client.plan_bytes_fetched");
   auto st = FindOpen(ino);
   if (!st) return NotFound("inode " + std::to_string(ino) + " is no longer open");
+  uint64_t lo = UINT64_MAX, hi = 0;  // the span of the entries
+  for (const PlanEntry& e : entries) {
+    lo = std::min(lo, e.offset);
+    hi = std::max(hi, e.offset + e.length);
+  }
+  if (!cfg_.random_read.prefetch_full_chunkmap) {  // the map of the span, first
+    std::unique_lock wl(st->mu);
+    if (!MapCovers(*st, lo, hi - lo)) RUSTFS_RETURN_IF_ERROR(FetchMap(*st, lo, hi - lo));
+  }
   std::shared_lock lk(st->mu);
   // A file being written or just revoked is left to its readers: prefetch
   // must never cache stale bytes.
-  if (!st->dirty.empty() || st->map_stale || !LeaseValid())
-    return Unavailable("inode " + std::to_string(ino) + " is changing");
+  if (!MapFresh(*st, lo, hi - lo)) return Unavailable("inode " + std::to_string(ino) + " is changing");
   const uint64_t size = st->attr.size();
   constexpr uint64_t kPage = FragmentCache::kPage;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // page-aligned [start, end)

@@ -159,6 +159,11 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
                                                 std::memory_order_relaxed)) {
     }
   }
+  if (!opt_.partial_read_fast_path && !g.replicated) {
+    std::vector<Failed> all;
+    for (const Job& j : jobs) all.push_back({&j, Unavailable("ec.partial_read_fast_path = false")});
+    return Repair(ino, g, all);
+  }
   // One BatchRead per DSS carrying every range wanted from it, ranges of
   // one shard coalesced (LLD-002 §5.2, §5.3); all DSS are asked before any
   // answer is awaited, so the whole read costs one round trip.

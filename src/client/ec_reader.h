@@ -67,6 +67,11 @@ class EcReader {
     uint64_t gap_threshold = 16 * 1024;  // bytes
     bool hedge = true;
     uint32_t hedge_min_us = 2000;
+    // ec.partial_read_fast_path: off, every EC read takes the repair path
+    // (the wanted range of K shards, decoded) as a reader without LLD-002
+    // §2.1's partial reads would; for comparison and for testing the
+    // decoder under load.
+    bool partial_read_fast_path = true;
   };
   EcReader(DssPool& dss, MdsClient& mds, const Options& options);
 

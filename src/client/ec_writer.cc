@@ -134,6 +134,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
   auto attr = mds_.Call<pb::AttrReply>(pb::M_COMMIT_CHUNK, c);
   if (!attr) return attr.error();
   st.chunks[index] = fresh;
+  st.mapped.Add(index, index + 1);
   st.attr.set_mtime_ns(attr->attr().mtime_ns());
   st.attr.set_ctime_ns(attr->attr().ctime_ns());
   return Status::Ok();

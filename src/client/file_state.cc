@@ -38,6 +38,13 @@ bool IntervalSet::Overlaps(uint64_t start, uint64_t end) const {
   return it->second > start;
 }
 
+bool MapCovers(const FileState& st, uint64_t offset, uint64_t len) {
+  const uint64_t cs = st.geo.chunk_size;
+  if (cs == 0 || len == 0) return true;  // a special file: no data
+  const uint64_t last = offset + len < offset ? UINT64_MAX / cs : (offset + len - 1) / cs;
+  return st.mapped.Covers(offset / cs, last + 1);
+}
+
 layout::EcGeometry GeometryOf(const pb::Layout& l) {
   layout::EcGeometry g;
   g.replicated = l.kind() == 1;

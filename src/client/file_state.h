@@ -44,6 +44,10 @@ struct FileState {
   pb::Attr attr;  // attr.size() includes buffered writes
   layout::EcGeometry geo;
   std::map<uint64_t, pb::ChunkEntry> chunks;  // by chunk index; absent = hole
+  // Chunk indexes whose entries `chunks` holds (absent there = hole): all
+  // of them once the whole map was fetched (random_read.prefetch_full_chunkmap),
+  // else the ranges reads have fetched.
+  IntervalSet mapped;
   std::map<uint64_t, DirtyChunk> dirty;       // by chunk index
   int opens = 0;                              // guarded by the client's table lock
   // Revoked while open (changed elsewhere, maybe unlinked: then only our
@@ -64,6 +68,9 @@ struct FileState {
 };
 
 layout::EcGeometry GeometryOf(const pb::Layout& l);
+
+// Whether st.chunks knows every chunk [offset, offset + len) touches.
+bool MapCovers(const FileState& st, uint64_t offset, uint64_t len);
 
 // "ec:K+M" or "replica:R", and back: ParseLayoutSpec fills kind, k, m and
 // replicas of `l`, leaving its sizes; InvalidArgument naming the text.

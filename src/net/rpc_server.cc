@@ -28,6 +28,7 @@ struct RpcServer::Impl {
   Counter& wire_received;
   Counter& requests;
   Counter& bad_frames;
+  Counter& delayed;  // replies held back by SetReplyDelay (emulation)
 
   Impl(std::string n, int t, Threading threading)
       : name(std::move(n)),
@@ -35,7 +36,8 @@ struct RpcServer::Impl {
         wire_sent(GetCounter(name + ".wire_bytes_sent")),
         wire_received(GetCounter(name + ".wire_bytes_received")),
         requests(GetCounter(name + ".rpcs")),
-        bad_frames(GetCounter(name + ".bad_frames")) {
+        bad_frames(GetCounter(name + ".bad_frames")),
+        delayed(GetCounter(name + ".emulated_reply_delays")) {
     const int contexts = threading == Threading::kPerThread ? std::max(1, t) : 1;
     for (int i = 0; i < contexts; i++) {
       ios.push_back(std::make_unique<asio::io_context>(threading == Threading::kPerThread ? 1 : t));
@@ -113,6 +115,7 @@ struct RpcServer::Impl {
       if (reply_delay.count() > 0) {
         asio::steady_timer t(sock.get_executor(), reply_delay);
         co_await t.async_wait(kTuple);
+        delayed.Inc();
       }
       rep_hdr.SerializeToString(&rep_hdr_bytes);
       uint8_t out_prefix[kPrefixBytes];

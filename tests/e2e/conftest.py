@@ -138,14 +138,16 @@ class SecondMount:
         return json.loads(os.getxattr(self.mnt, "user.rustfs.stats"))
 
     def close(self):
-        if self.proc.poll() is not None:
-            return  # already closed
-        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # A daemon a test killed (or one the unmount above found busy)
+        # leaves its mount behind: detach it.
+        subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
         if not self.log.closed:
             self.log.close()
 
