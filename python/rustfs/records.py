@@ -6,6 +6,14 @@ uint64 array, for rustfs.torch.PlannedSampler and access plans.
   the length, data, u32 CRC of the data), scanned once.
 * ``dali_index(idx_path)``: DALI's tfrecord2idx index, one ``offset size``
   line per record (the offsets of whole TFRecord frames).
+* ``write_index(path, record_offsets)`` / ``record_index(path)``: rustfs's
+  binary record index (``RFSIDX1\n``, u64 count, then (u64 offset, u64
+  length) per record, little-endian).
+
+A client with ``access_plan.auto_detect`` recognises a DALI or rustfs index
+when a reader reads it, and fetches the records it lists ahead of the reads
+of the file it describes (LLD-002 §4.4): keep one next to a record file and
+read it first, and a plain shuffled reader is served from prefetched bytes.
 """
 import os
 import struct
@@ -56,3 +64,28 @@ def dali_index(idx_path):
                 raise ValueError(f"{idx_path}:{lineno}: want 'offset size', got {line.strip()!r}")
             rows.append((int(parts[0]), int(parts[1])))
     return np.array(rows, dtype=np.uint64).reshape(-1, 2)
+
+
+INDEX_MAGIC = b"RFSIDX1\n"
+
+
+def write_index(path, record_offsets):
+    """Writes the records' (offset, length), sorted by offset and not
+    overlapping, as a rustfs record index."""
+    a = np.ascontiguousarray(np.asarray(record_offsets, dtype="<u8")).reshape(-1, 2)
+    if len(a) and ((a[:, 1] == 0).any() or (a[1:, 0] < a[:-1, 0] + a[:-1, 1]).any()):
+        raise ValueError("records must be non-empty, sorted by offset and not overlap")
+    with open(path, "wb") as f:
+        f.write(INDEX_MAGIC + np.uint64(len(a)).astype("<u8").tobytes() + a.tobytes())
+
+
+def record_index(path):
+    """The records of a rustfs record index, as an N x 2 uint64 array."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data.startswith(INDEX_MAGIC) or len(data) < 16:
+        raise ValueError(f"{path}: not a rustfs record index")
+    (n,) = struct.unpack_from("<Q", data, 8)
+    if len(data) != 16 + 16 * n:
+        raise ValueError(f"{path}: {n} records in {len(data) - 16} bytes")
+    return np.frombuffer(data, dtype="<u8", offset=16).reshape(-1, 2).astype(np.uint64)

@@ -209,7 +209,7 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
     const size_t n = std::min<uint64_t>(len, size - offset);
     if (attempt == 0) {
       app_bytes_read_.Add(n);
-      Observe(f, st, f.detector.OnRead(offset, n, size));
+      NoteRead(f, st, offset, n, size, planned);
     }
     const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(f);
     Status s = fcache_ ? ReadThroughCache(st, offset, n, buf, tier) : FetchRange(st, offset, n, buf);
@@ -218,6 +218,7 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
       continue;
     }
     RUSTFS_RETURN_ERR(s);
+    MaybeIndex(f.state, offset, buf, n);
     return n;
   }
 }
@@ -265,7 +266,7 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     if (r.bytes == 0) continue;
     if (first) {
       app_bytes_read_.Add(r.bytes);
-      Observe(f, st, f.detector.OnRead(r.offset, r.bytes, size));
+      NoteRead(f, st, r.offset, r.bytes, size, planned);
     }
     if (!fcache_) {
       misses.push_back({i, r.offset, r.bytes, {}});
@@ -274,7 +275,10 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     for (const auto& m : fcache_->Read({st.ino}, r.offset, r.bytes, r.buf, tier))
       misses.push_back({i, m.offset, m.length, {}});
   }
-  if (misses.empty()) return Status::Ok();
+  if (misses.empty()) {
+    for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
+    return Status::Ok();
+  }
   const uint64_t seq = revoke_seq_.load();
   std::vector<ReadExtent> extents;
   for (Miss& m : misses) {
@@ -294,6 +298,8 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     uint64_t s = std::max(m.offset, r.offset), e = std::min(m.offset + m.length, r.offset + r.bytes);
     std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
   }
+  if (fetched.ok())
+    for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
   return fetched;
 }
 
@@ -369,19 +375,9 @@ void Client::Observe(OpenFile& f, FileState& st, const AccessDetector::Decision&
   while (auto r = f.detector.TakeDontNeed()) fcache_->Erase({st.ino}, r->offset, r->length);
 }
 
-void Client::Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len) {
-  {
-    std::lock_guard lk(prefetch_mu_);
-    if (prefetch_q_.size() >= kMaxQueuedPrefetches) return;  // advice, not a promise
-    prefetch_q_.push_back({std::move(st), offset, len});
-  }
-  prefetch_cv_.notify_one();
-}
-
 void Client::PrefetchLoop() {
-  static Counter& bytes = GetCounter("client.prefetch_bytes");
   for (;;) {
-    PrefetchJob job;
+    std::function<void()> job;
     {
       std::unique_lock lk(prefetch_mu_);
       prefetch_cv_.wait(lk, [&] { return stop_ || !prefetch_q_.empty(); });
@@ -389,21 +385,44 @@ void Client::PrefetchLoop() {
       job = std::move(prefetch_q_.front());
       prefetch_q_.pop_front();
     }
-    FileState& st = *job.state;
-    std::shared_lock rl(st.mu);
-    // A file being written or just revoked is left alone: the reader's own
-    // path will refresh it, and prefetch must never cache stale bytes.
-    uint64_t size = st.attr.size();
-    if (job.offset >= size || !MapFresh(st, job.offset, std::min(job.length, size - job.offset))) continue;
-    uint64_t len = std::min(job.length, size - job.offset);
-    // Page-align so whole pages are cached.
-    uint64_t start = job.offset / FragmentCache::kPage * FragmentCache::kPage;
-    len += job.offset - start;
-    // Prefetched bytes (read-ahead, WILLNEED) are read once and soon: the
-    // stream tier, not frequency admission, which would turn them away.
-    if (Status s = ReadThroughCache(st, start, len, nullptr, FragmentCache::Tier::kStream); s.ok())
-      bytes.Add(len);
+    job();
   }
+}
+
+void Client::Background(std::function<void()> job) {
+  {
+    std::lock_guard lk(prefetch_mu_);
+    if (prefetch_q_.size() >= kMaxQueuedPrefetches) return;  // advice, not a promise
+    prefetch_q_.push_back(std::move(job));
+  }
+  prefetch_cv_.notify_one();
+}
+
+void Client::Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len) {
+  Background([this, st = std::move(st), offset, len] { PrefetchRange(*st, offset, len); });
+}
+
+Status Client::MapForBackground(FileState& st, uint64_t offset, uint64_t len) {
+  if (cfg_.random_read.prefetch_full_chunkmap) return Status::Ok();  // all of it, at open
+  std::unique_lock wl(st.mu);
+  return MapCovers(st, offset, len) ? Status::Ok() : FetchMap(st, offset, len);
+}
+
+void Client::PrefetchRange(FileState& st, uint64_t offset, uint64_t length) {
+  static Counter& bytes = GetCounter("client.prefetch_bytes");
+  if (!MapForBackground(st, offset, length).ok()) return;
+  std::shared_lock rl(st.mu);
+  // A file being written or just revoked is left alone: the reader's own
+  // path will refresh it, and prefetch must never cache stale bytes.
+  const uint64_t size = st.attr.size();
+  if (offset >= size || !MapFresh(st, offset, std::min(length, size - offset))) return;
+  uint64_t len = std::min(length, size - offset);
+  // Page-align so whole pages are cached.
+  const uint64_t start = offset / FragmentCache::kPage * FragmentCache::kPage;
+  len += offset - start;
+  // Prefetched bytes (read-ahead, WILLNEED, strides) are read once and soon:
+  // the stream tier, not frequency admission, which would turn them away.
+  if (Status s = ReadThroughCache(st, start, len, nullptr, FragmentCache::Tier::kStream); s.ok()) bytes.Add(len);
 }
 
 Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {

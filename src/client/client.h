@@ -10,6 +10,7 @@
 //   client_locks.cc      advisory locks (fcntl, flock) held by the MDS
 //   client_space.cc      fallocate (allocate, punch, zero ranges)
 //   client_plans.cc      access plans: fetching plan entries into the cache
+//   client_auto_plan.cc  what reads tell prefetching: read-ahead, strides, record indexes
 //
 // POSIX promises kept here (DESIGN.md §7): buffered writes are published
 // before any attribute change of the file (ours, or another client's: the
@@ -43,6 +44,7 @@
 #include "client/file_state.h"
 #include "client/mds_client.h"
 #include "client/plan_executor.h"
+#include "client/record_index.h"
 #include "common/config.h"
 #include "net/rpc_server.h"
 
@@ -54,6 +56,7 @@ using cache::FragmentCache;
 struct OpenFile {
   std::shared_ptr<FileState> state;
   AccessDetector detector;  // this handle's access pattern (LLD-002 §1.2)
+  StrideDetector stride;    // ...and its strides (§4.4, access_plan.auto_detect)
   // The file's write-error sequence this handle has reported, for its
   // fsync and its close each (set at open: earlier errors are not its own).
   uint64_t fsync_err_seen = 0;
@@ -261,7 +264,15 @@ class Client {
   Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                           FragmentCache::Tier tier);
   void Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d);
+  // Background work on the prefetch threads; dropped when kMaxQueuedPrefetches
+  // are waiting (it is advice). Prefetch: a range into the stream tier.
+  void Background(std::function<void()> job);
   void Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len);
+  void PrefetchRange(FileState& st, uint64_t offset, uint64_t len);
+  // Background fetches need the map of their range: with chunks mapped as
+  // reads need them (random_read.prefetch_full_chunkmap off) it may not be
+  // here yet. Takes st.mu.
+  Status MapForBackground(FileState& st, uint64_t offset, uint64_t len);
   void PrefetchLoop();
   Result<std::shared_ptr<FileState>> LoadState(uint64_t ino, bool open);
   Status FlushLocked(FileState& st);
@@ -277,6 +288,15 @@ class Client {
   Status FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries);
   // Tells the plan of f's file about a read; whether the file has a plan.
   bool NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len);
+  // --- what reads tell the prefetching (client_auto_plan.cc) ---
+  // A read of [offset, offset + n) of a file of `size` bytes (planned: the
+  // file has a plan): read-ahead, strides, record-index plans. Caller
+  // holds st.mu.
+  void NoteRead(OpenFile& f, FileState& st, uint64_t offset, uint64_t n, uint64_t size, bool planned);
+  // The bytes a read at `offset` returned: a record index's first bytes
+  // have it loaded in the background. Caller holds st->mu.
+  void MaybeIndex(const std::shared_ptr<FileState>& st, uint64_t offset, const char* buf, uint64_t n);
+  void LoadIndex(FileState& st);
 
   Config cfg_;
   MdsClient mds_;
@@ -317,20 +337,16 @@ class Client {
 
   // --- fragment cache and read-ahead (LLD-002 §3.1, §1.2) ---
   std::unique_ptr<FragmentCache> fcache_;  // null when disabled
-  struct PrefetchJob {
-    std::shared_ptr<FileState> state;
-    uint64_t offset = 0;
-    uint64_t length = 0;
-  };
   static constexpr int kPrefetchThreads = 2;
   static constexpr size_t kMaxQueuedPrefetches = 64;
   std::mutex prefetch_mu_;
   std::condition_variable prefetch_cv_;
-  std::deque<PrefetchJob> prefetch_q_;
+  std::deque<std::function<void()>> prefetch_q_;  // read-ahead, strides, index loads
   std::vector<std::thread> prefetchers_;
 
   std::unique_ptr<PlanFetcher> plan_fetch_;  // a PlanFetch
   std::unique_ptr<PlanExecutor> plans_;  // null when plans are off
+  IndexCatalog indexes_;                 // record indexes read here
 
   Counter& app_bytes_read_;
   Counter& app_bytes_written_;

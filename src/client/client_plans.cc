@@ -50,10 +50,7 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
     lo = std::min(lo, e.offset);
     hi = std::max(hi, e.offset + e.length);
   }
-  if (!cfg_.random_read.prefetch_full_chunkmap) {  // the map of the span, first
-    std::unique_lock wl(st->mu);
-    if (!MapCovers(*st, lo, hi - lo)) RUSTFS_RETURN_IF_ERROR(FetchMap(*st, lo, hi - lo));
-  }
+  RUSTFS_RETURN_IF_ERROR(MapForBackground(*st, lo, hi - lo));
   std::shared_lock lk(st->mu);
   // A file being written or just revoked is left to its readers: prefetch
   // must never cache stale bytes.

@@ -18,7 +18,8 @@ PlanExecutor::PlanExecutor(PlanFetcher& fetcher, const Options& options)
       prefetched_bytes_(GetCounter("client.plan_prefetched_bytes")),
       wasted_bytes_(GetCounter("client.plan_wasted_bytes")),
       fetch_errors_(GetCounter("client.plan_fetch_errors")),
-      abandoned_(GetCounter("client.plan_abandoned")) {
+      abandoned_(GetCounter("client.plan_abandoned")),
+      completed_(GetCounter("client.plans_completed")) {
   for (int i = 0; i < std::max(1, opt_.threads); i++) threads_.emplace_back([this] { Worker(); });
 }
 
@@ -35,7 +36,7 @@ PlanExecutor::~PlanExecutor() {
   for (auto& t : threads_) t.join();
 }
 
-Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth) {
+Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth, bool automatic) {
   if (entries.empty()) return InvalidArgument("empty access plan");
   if (entries.size() > UINT32_MAX) return InvalidArgument("access plan of more than 2^32 entries");
   auto p = std::make_shared<Plan>();
@@ -53,8 +54,12 @@ Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32
   p->entries = std::move(entries);
   p->state.assign(p->entries.size(), kIdle);
   p->depth = depth ? depth : opt_.depth;
+  p->automatic = automatic;
   std::lock_guard lk(mu_);
-  if (auto it = plans_.find(ino); it != plans_.end()) End(*it->second);  // the next epoch's replaces it
+  if (auto it = plans_.find(ino); it != plans_.end()) {
+    if (automatic && !it->second->automatic) return {Code::kAlreadyExists, "the application's plan stays"};
+    End(*it->second);  // the next epoch's replaces it
+  }
   plans_[ino] = p;
   submitted_.Inc();
   Pump(p);
@@ -252,7 +257,13 @@ PlanExecutor::Match PlanExecutor::OnRead(uint64_t ino, uint64_t offset, uint64_t
   }
   if (!p->ended) {
     for (size_t i : hit) Consume(*p, i);
-    Pump(p);
+    if (p->head == p->entries.size()) {  // read to the end: nothing more to do
+      completed_.Inc();
+      End(*p);
+      if (auto cur = plans_.find(ino); cur != plans_.end() && cur->second == p) plans_.erase(cur);
+    } else {
+      Pump(p);
+    }
   }
   return m;
 }

@@ -22,8 +22,9 @@
 // skipped; entries the readers pass by half a window unread are given up
 // (abandoned); reads outside the plan are served normally, and after
 // `max_misses` of them in a row the plan is dropped. A new plan replaces the
-// file's old one; Cancel (the file's last close) drops it. Bytes fetched but
-// never read when a plan ends count as wasted.
+// file's old one; Cancel (the file's last close) drops it; one read to its
+// last entry is over (completed). Bytes fetched but never read when a plan
+// ends count as wasted.
 //
 // Thread-safe. Fetches run on the executor's own threads, outside its lock.
 #pragma once
@@ -76,8 +77,9 @@ class PlanExecutor {
 
   // Replaces ino's plan and starts fetching. depth 0 = Options::depth.
   // InvalidArgument for an empty plan or an entry of length 0 (or one
-  // running past 2^64).
-  Status Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth = 0);
+  // running past 2^64). A plan the client made up itself (automatic: from
+  // a record index) never replaces one the application gave: AlreadyExists.
+  Status Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth = 0, bool automatic = false);
   // Call before a read of [offset, offset + length) of ino is served. When
   // the read is a plan entry whose fetch is in flight, waits for the fetch.
   Match OnRead(uint64_t ino, uint64_t offset, uint64_t length);
@@ -101,7 +103,8 @@ class PlanExecutor {
     uint64_t ahead_bytes = 0;  // of entries fetched or in flight, not read
     uint32_t fetches = 0;     // fetches in flight
     uint32_t misses_in_a_row = 0;
-    bool ended = false;       // replaced, cancelled or dropped
+    bool automatic = false;   // made up by the client, not given by the application
+    bool ended = false;       // replaced, cancelled, dropped or read to the end
   };
   struct Job {
     std::shared_ptr<Plan> plan;
@@ -150,6 +153,7 @@ class PlanExecutor {
   Counter& wasted_bytes_;
   Counter& fetch_errors_;
   Counter& abandoned_;
+  Counter& completed_;
 };
 
 }  // namespace rustfs::client

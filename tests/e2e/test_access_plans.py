@@ -180,3 +180,130 @@ def test_dataloader_with_planned_sampler(shared_cluster, tmp_path, mode, workers
         # found its fetch done or under way.
         assert d("client.plan_misses") == 0
         assert d("client.plan_hits") + d("client.plan_late") >= 0.95 * d("client.app_reads") > 0
+
+
+# --- plans the client makes up itself (LLD-002 §4.4, access_plan.auto_detect) ---
+
+INDEX_THEN_SHUFFLE = r"""
+import json, os, random, sys, time
+import numpy as np, rustfs
+mode, data_path, idx_path, src, cfg = sys.argv[1:6]
+src_bytes = open(src, "rb").read()
+if mode == "mount":
+    stats = lambda: json.loads(os.getxattr(os.path.dirname(data_path), "user.rustfs.stats"))
+    before = stats()
+    with open(idx_path, "rb") as f:  # the reader reads the index first...
+        idx = f.read()
+    fd = os.open(data_path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    pread = lambda off, n: os.pread(fd, n, off)
+else:
+    cl = rustfs.Client(cfg)
+    stats = lambda: json.loads(cl.stats())
+    before = stats()
+    i = cl.open(idx_path)
+    idx = i.pread(0, i.size())
+    f = cl.open(data_path)
+    pread = f.pread
+tmp = os.path.join(os.environ["TMPDIR"], "idx")
+open(tmp, "wb").write(idx)
+recs = rustfs.records.record_index(tmp) if idx.startswith(rustfs.records.INDEX_MAGIC) else rustfs.records.dali_index(tmp)
+time.sleep(0.3)  # the index is loaded in the background
+order = list(range(len(recs)))
+random.Random(5).shuffle(order)
+for k in order[:300]:  # ...then reads its records in a shuffled order
+    off, n = (int(x) for x in recs[k])
+    assert pread(off, n) == src_bytes[off:off + n], k
+    time.sleep(0.002)
+after = stats()
+print(json.dumps({k: after.get(k, 0) - before.get(k, 0) for k in after}))
+"""
+
+
+def run_index_reader(c, tmp_path, mode, index_kind, cfg_edits=()):
+    name = f"auto-{mode}-{index_kind}-{len(cfg_edits)}"
+    data, offs = record_file(tmp_path / "src.bin", 600, seed=11)
+    with open(c.path(name + ".rec"), "wb") as f:
+        f.write(data)
+    if index_kind == "dali":
+        with open(c.path(name + ".idx"), "w") as f:
+            f.writelines(f"{o} {n}\n" for o, n in offs)
+    else:
+        np.save(tmp_path / "offs.npy", offs)
+        py("import sys, numpy as np, rustfs\nrustfs.records.write_index(sys.argv[1], np.load(sys.argv[2]))",
+           c.path(name + ".idx"), str(tmp_path / "offs.npy"))
+    cfg = tmp_path / "client.toml"
+    text = open(os.path.join(c.dir, "rustfs.toml")).read()
+    for old, new in cfg_edits:
+        text = text.replace(old, new)
+    cfg.write_text(text)
+    where = (lambda p: c.path(p)) if mode == "mount" else (lambda p: "/" + p)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, TMPDIR=str(tmp_path))
+    r = subprocess.run(["/usr/bin/python3", "-c", INDEX_THEN_SHUFFLE, mode, where(name + ".rec"),
+                        where(name + ".idx"), str(tmp_path / "src.bin"), str(cfg)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("mode,index_kind", [("mount", "dali"), ("native", "rustfs")])
+def test_record_index_plans_a_shuffled_reader(shared_cluster, tmp_path, mode, index_kind):
+    d = run_index_reader(shared_cluster, tmp_path, mode, index_kind)
+    print({k: v for k, v in d.items() if "plan" in k or "auto" in k})
+    assert d["client.auto_index_files"] >= 1
+    assert d["client.auto_index_plans"] == 1
+    # The shuffled reads found their records fetched (the first started the
+    # plan; a few may come before the fetching reaches theirs).
+    assert d["client.plan_hits"] + d["client.plan_late"] >= 270
+    assert d["client.plan_misses"] == 0
+
+
+def test_auto_detect_off(shared_cluster, tmp_path):
+    d = run_index_reader(shared_cluster, tmp_path, "native", "rustfs",
+                         [("auto_detect = true", "auto_detect = false")])
+    assert d.get("client.auto_index_files", 0) == 0 and d.get("client.auto_index_plans", 0) == 0
+    assert d.get("client.plan_hits", 0) == 0
+
+
+STRIDED = r"""
+import json, sys, time, rustfs
+cfg, path, src = sys.argv[1:4]
+src_bytes = open(src, "rb").read()
+cl = rustfs.Client(cfg)
+f = cl.open(path)
+before = json.loads(cl.stats())
+R = 16384
+for i in range(60):  # every 5th record, from the 3rd: rank 3 of 5, unshuffled
+    off = (3 + 5 * i) * R
+    assert f.pread(off, R) == src_bytes[off:off + R], i
+    time.sleep(0.005)
+after = json.loads(cl.stats())
+print(json.dumps({k: after.get(k, 0) - before.get(k, 0) for k in after}))
+"""
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_strided_reader_is_prefetched(shared_cluster, tmp_path, auto):
+    c = shared_cluster
+    data = os.urandom(400 * 16384)
+    (tmp_path / "src.bin").write_bytes(data)
+    with open(c.path(f"strided-{auto}.bin"), "wb") as f:
+        f.write(data)
+    text = open(os.path.join(c.dir, "rustfs.toml")).read()
+    if not auto:
+        text = text.replace("auto_detect = true", "auto_detect = false")
+    (tmp_path / "client.toml").write_text(text)
+    r = subprocess.run(["/usr/bin/python3", "-c", STRIDED, str(tmp_path / "client.toml"), f"/strided-{auto}.bin",
+                        str(tmp_path / "src.bin")], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = json.loads(r.stdout)
+    print({k: v for k, v in d.items() if "stride" in k or "cache" in k})
+    if auto:
+        # From the 5th read on, each read's record was predicted before it
+        # came, and found in the stream tier.
+        assert d["client.auto_stride_prefetches"] >= 55
+        assert d["client.stream_cache.hits"] >= 50
+    else:
+        assert d.get("client.auto_stride_prefetches", 0) == 0
+        assert d.get("client.stream_cache.hits", 0) == 0

@@ -137,7 +137,7 @@ TEST(PlanExecutorTest, ReadersOutOfOrderAndManyProcessesMatch) {
   for (auto& t : workers) t.join();
   EXPECT_EQ(matched.load(), int(plan.size()));
   EXPECT_EQ(misses.Get(), m0);
-  EXPECT_TRUE(ex.HasPlan(3));
+  EXPECT_FALSE(ex.HasPlan(3));  // read to its end: over
 }
 
 TEST(PlanExecutorTest, ReadWaitsForItsFetchInFlight) {
@@ -280,9 +280,28 @@ TEST(PlanExecutorTest, PiecesAndWholePagesMatch) {
   // A record read in two pieces.
   EXPECT_EQ(ex.OnRead(6, 40000, 6000), Match::kHit);
   EXPECT_EQ(ex.OnRead(6, 46000, 4000), Match::kHit);
+  EXPECT_EQ(ex.OnRead(6, 30000, 100), Match::kMiss);
   // Two records read by one read.
   EXPECT_EQ(ex.OnRead(6, 57344, 20480), Match::kHit);
-  EXPECT_EQ(ex.OnRead(6, 30000, 100), Match::kMiss);
+}
+
+TEST(PlanExecutorTest, ReadToTheEndIsOverAndAutomaticPlansYield) {
+  FakeFetcher f;
+  PlanExecutor ex(f, PlanExecutor::Options());
+  Counter& completed = GetCounter("client.plans_completed");
+  const uint64_t c0 = completed.Get();
+  // A plan the client made up gives way to the application's, never the
+  // other way round.
+  ASSERT_TRUE(ex.Submit(4, {{0, 10}, {10, 10}}, 0, /*automatic=*/true).ok());
+  ASSERT_TRUE(ex.Submit(4, {{100, 10}, {200, 10}}).ok());
+  EXPECT_EQ(ex.Submit(4, {{0, 10}}, 0, /*automatic=*/true).code(), Code::kAlreadyExists);
+  ex.OnRead(4, 200, 10);
+  EXPECT_TRUE(ex.HasPlan(4));
+  ex.OnRead(4, 100, 10);
+  EXPECT_FALSE(ex.HasPlan(4));
+  EXPECT_EQ(completed.Get(), c0 + 1);
+  EXPECT_EQ(ex.OnRead(4, 100, 10), Match::kNoPlan);
+  ASSERT_TRUE(ex.Submit(4, {{0, 10}}, 0, /*automatic=*/true).ok());  // the next epoch's
 }
 
 // Records packed back to back, read through a kernel that reads whole 4 KiB
