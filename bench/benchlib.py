@@ -102,8 +102,10 @@ class BenchCluster:
         self.config = os.path.join(self.dir, "rustfs.toml")
         self.tiers = None
 
-    def start(self, tiers):
-        """(Re)starts every process with the RAM tiers on or off."""
+    def start(self, tiers, settings=None):
+        """(Re)starts every process with the RAM tiers on or off, and
+        `settings` ({(section, key): value as TOML text}) set."""
+        settings = dict(settings or {})
         self.stop()  # a cluster left running by an earlier run takes the new config too
         with open(self.config) as f:
             lines = f.read().splitlines()
@@ -118,7 +120,11 @@ class BenchCluster:
                 line = f'capacity = "{self.client_cache >> 20}MiB"'
             elif section == "dss_hot_tier" and key == "capacity":
                 line = f'capacity = "{self.hot_tier >> 20}MiB"'
+            if (section, key) in settings:
+                line = f"{key} = {settings.pop((section, key))}"
             out.append(line)
+        if settings:
+            raise KeyError(f"not in {self.config}: {sorted(settings)}")
         with open(self.config, "w") as f:
             f.write("\n".join(out) + "\n")
         run([self.rustfs, "cluster", "up", "--dir", self.dir, "--mount", self.mnt], capture_output=True)
