@@ -48,8 +48,8 @@ def fill(path, size):
     if os.path.exists(path) and os.path.getsize(path) == size:
         return
     print(f"writing {size >> 20} MiB of random data to {path}", flush=True)
-    run(["dd", "if=/dev/urandom", f"of={path}", "bs=4M", f"count={size >> 22}", "conv=fsync",
-         "status=none"])
+    run(["dd", "if=/dev/urandom", f"of={path}", "bs=4M", f"count={size}", "iflag=count_bytes",
+         "conv=fsync", "status=none"])
 
 
 # --- measurements from outside the processes ---------------------------------

@@ -24,11 +24,11 @@ reads `plan speed-up X.Yx, data wait Z% of step`.
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -44,21 +44,6 @@ def make_records(n, seed):
     offs[1:, 0] = np.cumsum(sizes)[:-1]
     offs[:, 1] = sizes
     return offs
-
-
-def write_random(path, size, seed):
-    if os.path.exists(path) and os.path.getsize(path) == size:
-        return
-    print(f"writing {size >> 20} MiB of records to {path}", flush=True)
-    rng = np.random.default_rng(seed)
-    with open(path, "wb") as f:
-        left = size
-        while left:
-            n = min(left, 64 << 20)
-            f.write(rng.bytes(n))
-            left -= n
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def main():
@@ -86,7 +71,7 @@ def main():
     env = {"PYTHONPATH": os.path.join(B.ROOT, "build", "python")}
     rows = []
     try:
-        write_random(local, size, seed=2)
+        B.fill(local, size)
         cl.start(tiers=True, settings=settings)
         remote = os.path.join(cl.mnt, "train.bin")
         if not (os.path.exists(remote) and os.path.getsize(remote) == size):
@@ -126,7 +111,8 @@ def main():
           f"{'cache hit':>11}{'reads':>9}")
 
     def pct(r, k):
-        return f"{r[k]:.1%}" if k in r else "-"
+        v = r.get(k)
+        return "-" if v is None or math.isnan(v) else f"{v:.1%}"  # NaN: nothing to count
     for r in rows:
         wait_share = r["wait_s"] / r["epoch_s"]
         print(f"{r['name']:<10}{r['epoch_s']:>9.1f}{r['samples'] / r['epoch_s']:>11.0f}{wait_share:>11.1%}"

@@ -10,26 +10,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/fd_io.h"
 #include "common/log.h"
 #include "rustfs/ioctl.h"
 
 namespace rustfs::fuse {
-
-namespace {
-
-bool ReadFull(int fd, void* buf, size_t len) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= size_t(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 std::string DefaultControlPath() {
   std::error_code ec;

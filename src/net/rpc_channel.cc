@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/fd_io.h"
 #include "common/spin_policy.h"
 #include "net/rpc_server.h"
 
@@ -38,18 +39,6 @@ bool WriteAll(int fd, iovec* iov, int cnt) {
       iov->iov_base = static_cast<char*>(iov->iov_base) + n;
       iov->iov_len -= n;
     }
-  }
-  return true;
-}
-
-bool ReadAll(int fd, void* buf, size_t len) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= n;
   }
   return true;
 }
@@ -227,14 +216,14 @@ Result<RpcReply> TcpCall::Wait() {
   };
   SpinForReply(fd);
   uint8_t prefix[kPrefixBytes];
-  if (!ReadAll(fd, prefix, kPrefixBytes)) return fail("no reply");
+  if (!ReadFull(fd, prefix, kPrefixBytes)) return fail("no reply");
   auto p = DecodePrefix(prefix);
   if (!p) return fail("bad reply frame (" + p.error().message() + ")");
   std::string hdr_bytes(p->header_len, '\0');
   RpcReply reply;
   reply.payload.resize(p->payload_len);
-  if (!ReadAll(fd, hdr_bytes.data(), hdr_bytes.size()) ||
-      !ReadAll(fd, reply.payload.data(), reply.payload.size()))
+  if (!ReadFull(fd, hdr_bytes.data(), hdr_bytes.size()) ||
+      !ReadFull(fd, reply.payload.data(), reply.payload.size()))
     return fail("truncated reply");
   channel_->wire_received_.Add(kPrefixBytes + p->header_len + p->payload_len);
   pb::RpcHeader hdr;
