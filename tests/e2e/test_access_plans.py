@@ -153,7 +153,7 @@ print(json.dumps({"samples": seen}))
 """
 
 
-@pytest.mark.parametrize("mode,workers,persistent", [("mount", 0, 0), ("mount", 2, 0), ("mount", 2, 1),
+@pytest.mark.parametrize("mode,workers,persistent", [("mount", 0, 0), ("mount", 2, 0), ("mount", 4, 1),
                                                      ("native", 0, 0), ("native", 2, 1)])
 def test_dataloader_with_planned_sampler(shared_cluster, tmp_path, mode, workers, persistent):
     c = shared_cluster
