@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "client/client.h"
+#include "layout/coalesce.h"
 
 namespace rustfs::client {
 
@@ -57,35 +58,29 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
   if (!MapFresh(*st, lo, hi - lo)) return Unavailable("inode " + std::to_string(ino) + " is changing");
   const uint64_t size = st->attr.size();
   constexpr uint64_t kPage = FragmentCache::kPage;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // page-aligned [start, end)
+  std::vector<layout::RangeRead> ranges;  // page-aligned
   for (const PlanEntry& e : entries) {
     const uint64_t start = e.offset / kPage * kPage;
     const uint64_t end = std::min(e.offset + e.length, size);
     if (start >= end) continue;  // past the end of file
     if (fcache_->Contains({ino}, start, end - start)) continue;
-    ranges.emplace_back(start, (end + kPage - 1) / kPage * kPage);
+    ranges.push_back({start, (end + kPage - 1) / kPage * kPage - start, ranges.size()});
   }
   if (ranges.empty()) return Status::Ok();
-  std::sort(ranges.begin(), ranges.end());
-  std::vector<std::pair<uint64_t, uint64_t>> merged;
-  for (auto r : ranges) {
-    if (!merged.empty() && r.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, r.second);
-    else
-      merged.push_back(r);
-  }
+  // Entries sharing pages (neighbouring records) are fetched once.
+  const std::vector<layout::CoalescedRead> merged = layout::CoalesceReads(std::move(ranges), 0);
   std::vector<std::string> bufs(merged.size());
   std::vector<ReadExtent> extents;
   for (size_t i = 0; i < merged.size(); i++) {
-    auto [start, end] = merged[i];
-    bufs[i].assign(end - start, '\0');
-    AppendExtents(*st, start, std::min(end, size) - start, bufs[i].data(), extents);  // zeros past EOF
+    const uint64_t start = merged[i].offset;
+    bufs[i].assign(merged[i].length, '\0');
+    AppendExtents(*st, start, std::min(merged[i].end(), size) - start, bufs[i].data(), extents);  // zeros past EOF
   }
   const uint64_t seq = revoke_seq_.load();
   if (!extents.empty()) RUSTFS_RETURN_IF_ERROR(reader_->Read(ino, st->geo, extents));
   if (revoke_seq_.load() != seq) return Unavailable("revoked while fetching");
   for (size_t i = 0; i < merged.size(); i++) {
-    fcache_->Insert({ino}, merged[i].first, bufs[i], FragmentCache::Tier::kStream);
+    fcache_->Insert({ino}, merged[i].offset, bufs[i], FragmentCache::Tier::kStream);
     fetched.Add(bufs[i].size());
   }
   return Status::Ok();
