@@ -307,6 +307,32 @@ int Stats(std::string dir, bool json) {
   return 0;
 }
 
+// `rustfs repair status`: the MDS's repair gauges and totals (repairer.h).
+int RepairStatus(std::string dir) {
+  auto cfg = LoadConfigFile(ConfigPath(fs::absolute(dir)));
+  if (!cfg) {
+    std::cerr << "rustfs: " << cfg.error().message() << "\n";
+    return 2;
+  }
+  auto s = RemoteStats(cfg->mds.address);
+  if (!s) {
+    std::cerr << "rustfs: MDS at " << cfg->mds.address << ": " << s.error().message() << "\n";
+    return 1;
+  }
+  auto get = [&](const char* k) { return s->count(k) ? s->at(k) : 0; };
+  auto mib = [](uint64_t b) { return FormatByteSize(b); };
+  std::cout << "degraded chunks queued for repair: " << get("mds.repair_queued_chunks") << "\n"
+            << "bytes left to rebuild:             " << mib(get("mds.repair_bytes_left")) << "\n"
+            << "repair rate (read + write):        " << mib(get("mds.repair_rate_bytes_per_s"))
+            << "/s (limit " << mib(get("mds.repair_limit_bytes_per_s")) << "/s)\n"
+            << "DSS gone past repair.grace_ms:     " << get("mds.dss_gone") << "\n"
+            << "chunks repaired since MDS start:   " << get("mds.repair_chunks") << " ("
+            << mib(get("mds.repair_bytes_written")) << " written)\n"
+            << "degraded writes published:         " << get("mds.degraded_commits") << "\n"
+            << "bad shards reported:               " << get("mds.bad_shards_reported") << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -335,9 +361,15 @@ int main(int argc, char** argv) {
   auto* stats_cmd = app.add_subcommand("stats", "counters of every process of a cluster");
   stats_cmd->add_option("--dir", stats_dir, "cluster folder")->required();
   stats_cmd->add_flag("--json", json, "machine-readable output");
+  std::string repair_dir;
+  auto* repair_cmd = app.add_subcommand("repair", "shard repair");
+  repair_cmd->require_subcommand(1);
+  auto* repair_status = repair_cmd->add_subcommand("status", "degraded chunks, bytes left, rate");
+  repair_status->add_option("--dir", repair_dir, "cluster folder")->required();
   CLI11_PARSE(app, argc, argv);
   if (*up_cmd) return ClusterUp(up);
   if (*down_cmd) return ClusterDown(down_dir);
   if (*stats_cmd) return Stats(stats_dir, json);
+  if (*repair_status) return RepairStatus(repair_dir);
   return 1;
 }

@@ -101,7 +101,7 @@ Result<std::shared_ptr<FileState>> Client::LoadState(uint64_t ino, bool open) {
   auto st = std::make_shared<FileState>();
   st->ino = ino;
   st->attr = m->attr();
-  st->geo = GeometryOf(m->attr().layout());
+  st->geo = layout::GeometryOf(m->attr().layout());
   for (auto& c : m->chunks()) st->chunks[c.index()] = c;
   st->mapped.Add(0, r.length() == 0 ? UINT64_MAX : 1);
   return st;

@@ -223,7 +223,7 @@ Status Client::SetLayout(uint64_t ino, const std::string& spec) {
   req.set_ino(ino);
   req.set_valid(pb::SET_LAYOUT);
   *req.mutable_layout() = a->layout();
-  RUSTFS_RETURN_IF_ERROR(ParseLayoutSpec(spec, *req.mutable_layout()));
+  RUSTFS_RETURN_IF_ERROR(layout::ParseLayoutSpec(spec, *req.mutable_layout()));
   auto r = SetAttr(req);  // publishes our buffered writes first; the MDS recalls others'
   if (!r) return r.error();
   if (auto st = FindOpen(ino)) {  // its geometry came from the old layout

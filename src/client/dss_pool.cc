@@ -57,7 +57,9 @@ bool DssPool::IsSlow(uint32_t id) const {
 }
 
 bool DssPool::IsDown(uint32_t id) const {
-  return id < channels_.size() && down_until_ns_[id].load() > SteadyNowNs();
+  // An id out of range (layout::kNoDss: the shard is stored nowhere) is as
+  // good as down.
+  return id >= channels_.size() || down_until_ns_[id].load() > SteadyNowNs();
 }
 
 }  // namespace rustfs::client

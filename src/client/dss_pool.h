@@ -25,6 +25,7 @@ class DssPool {
   // A DSS that just failed a call is skipped (its reads go straight to the
   // degraded path) for a short while instead of paying a connect per read.
   void MarkDown(uint32_t id);
+  // True too for an id the client has never heard of (layout::kNoDss).
   bool IsDown(uint32_t id) const;
   // A DSS that let a read be hedged away: for a shorter while, reads avoid
   // it when they have a choice, but repairs may still use it.

@@ -17,15 +17,6 @@
 
 namespace rustfs::client {
 
-pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard) {
-  pb::ShardKey k;
-  k.set_ino(ino);
-  k.set_chunk(c.index());
-  k.set_version(c.version());
-  k.set_shard(shard);
-  return k;
-}
-
 namespace {
 constexpr size_t kLatencySamples = 512;  // the "recent" of recent p95
 constexpr size_t kRecomputeEvery = 64;
@@ -206,7 +197,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       if (slow) hedged_.Add(idx.size());  // routed around a slow server
       for (size_t i : idx)
         failed.push_back({&jobs[i], Unavailable("DSS " + std::to_string(dss_id) +
-                                                (slow ? " is stalled" : " is down"))});
+                                                (slow ? " is stalled" : " is down")), slow});
       continue;
     }
     pb::BatchReadReq req;
@@ -229,9 +220,9 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
   const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
   for (size_t bi = 0; bi < batches.size(); bi++) {
     Batch& b = batches[bi];
-    auto fail_all = [&](const Status& st) {
+    auto fail_all = [&](const Status& st, bool slow = false) {
       for (auto& seg : b.segments)
-        for (size_t i : seg.jobs) failed.push_back({&jobs[i], st});
+        for (size_t i : seg.jobs) failed.push_back({&jobs[i], st, slow});
     };
     dss_.AddInflight(b.dss, -1);
     if (opt_.hedge && !b.call.Ready(int((hedge_at_us - SteadyNowUs() + 999) / 1000))) {
@@ -271,7 +262,8 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         dss_.NoteHedged(b.dss);
         if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
         b.call = {};
-        fail_all(Unavailable("DSS " + std::to_string(b.dss) + (stalled ? " stalled" : " slower than the hedge delay")));
+        fail_all(Unavailable("DSS " + std::to_string(b.dss) + (stalled ? " stalled" : " slower than the hedge delay")),
+                 /*slow=*/true);
         continue;
       }
       hedges_declined_.Inc();

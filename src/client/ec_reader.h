@@ -47,6 +47,7 @@
 #include "client/mds_client.h"
 #include "ec/rs_codec.h"
 #include "layout/layout.h"
+#include "layout/layout_rules.h"
 #include "rustfs.pb.h"
 
 namespace rustfs::client {
@@ -89,6 +90,9 @@ class EcReader {
   struct Failed {  // a job the fast path could not serve, and why
     const Job* job;
     Status why;
+    // Its server is alive but was routed around or hedged away: its shard
+    // is a last resort for the repair, not excluded from it.
+    bool slow = false;
   };
 
   // --- repair (ec_reader_repair.cc) ---
@@ -98,7 +102,7 @@ class EcReader {
   Status RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed);
   // Serves a job whose shard read failed with `first_failure`.
   Status Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
-                  std::vector<bool>& bad, const Status& first_failure);
+                  std::vector<bool>& bad, const Status& first_failure, bool own_shard_slow);
   Status FromReplica(uint64_t ino, const layout::EcGeometry& g, const Job& job, std::vector<bool>& bad,
                      const Status& first_failure);
   void ReportBad(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard, const Status& why);
@@ -110,6 +114,7 @@ class EcReader {
   struct Gathered {
     uint32_t got = 0;
     bool all_not_found = true;  // every shard that failed had no such version
+    std::string failures;       // "shard S (DSS D): why;" for each that failed
   };
   Gathered ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bool replicated, uint32_t need,
                      uint64_t off, uint64_t len, std::vector<bool>& bad,
@@ -163,6 +168,6 @@ class EcReader {
   Counter& hedges_declined_;
 };
 
-pb::ShardKey MakeShardKey(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard);
+using layout::MakeShardKey;
 
 }  // namespace rustfs::client

@@ -71,7 +71,7 @@ Status EcReader::Repair(uint64_t ino, const layout::EcGeometry& g, std::vector<F
     std::vector<bool> bad(g.k + g.m, false);
     bad[f.job->read.shard] = true;
     RUSTFS_RETURN_IF_ERROR(g.replicated ? FromReplica(ino, g, *f.job, bad, f.why)
-                                        : Degraded(ino, g, *f.job, bad, f.why));
+                                        : Degraded(ino, g, *f.job, bad, f.why, f.slow));
   }
   return Status::Ok();
 }
@@ -167,7 +167,7 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
   for (Work& w : work) {
     const Job& job = *w.f->job;
     if (!w.ok) {  // one by one, from whichever shards still answer
-      RUSTFS_RETURN_IF_ERROR(Degraded(ino, g, job, w.bad, w.f->why));
+      RUSTFS_RETURN_IF_ERROR(Degraded(ino, g, job, w.bad, w.f->why, w.f->slow));
       continue;
     }
     std::vector<const uint8_t*> srcs(n, nullptr);
@@ -197,6 +197,8 @@ EcReader::Gathered EcReader::ReadFirst(uint64_t ino, const pb::ChunkEntry& c, bo
     auto r = WaitShard(dss_, p.call, c.dss(p.shard));
     if (!r || r->payload.size() != len) {
       bad[p.shard] = true;
+      out.failures += " shard " + std::to_string(p.shard) + " (DSS " + std::to_string(c.dss(p.shard)) +
+                      "): " + (r ? "short reply" : r.error().message()) + ";";
       if (!r && r.error().code() == Code::kCorruption) ReportBad(ino, c, p.shard, r.error());
       if (r || r.error().code() != Code::kNotFound) out.all_not_found = false;
       return;
@@ -261,7 +263,7 @@ Status EcReader::FromReplica(uint64_t ino, const layout::EcGeometry& g, const Jo
 }
 
 Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
-                          std::vector<bool>& bad, const Status& first_failure) {
+                          std::vector<bool>& bad, const Status& first_failure, bool own_shard_slow) {
   const pb::ChunkEntry& c = *job.extent->chunk;
   // Reed-Solomon codes each byte position across the shards on its own, so
   // the lost range is rebuilt from the same range of K other shards (in
@@ -280,16 +282,35 @@ Status EcReader::Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& 
     bufs[s] = std::move(bytes);
     have[s] = true;
   });
+  if (got.got < g.k && own_shard_slow) {
+    // With servers down, the slow server's own shard may be one of the
+    // last K: read it after all, with the ones not tried yet.
+    std::vector<bool> skip = bad;
+    for (uint32_t s = 0; s < n; s++) skip[s] = skip[s] || have[s];
+    skip[job.read.shard] = false;
+    Gathered more = ReadFirst(ino, c, false, g.k - got.got, off, len, skip, [&](uint32_t s, std::string&& bytes) {
+      bufs[s] = std::move(bytes);
+      have[s] = true;
+    });
+    got.got += more.got;
+    got.failures += more.failures;
+    got.all_not_found = got.all_not_found && more.all_not_found;
+  }
   if (got.got < g.k && first_failure.code() == Code::kNotFound && got.all_not_found)
     return VersionGone(ino, c);
   if (got.got < g.k)
     return IoError("chunk " + std::to_string(c.index()) + " of inode " + std::to_string(ino) +
-                   ": fewer than " + std::to_string(g.k) + " shards readable");
-  std::vector<const uint8_t*> srcs(n, nullptr);
-  for (uint32_t s = 0; s < n; s++)
-    if (have[s]) srcs[s] = reinterpret_cast<const uint8_t*>(bufs[s].data());
-  std::string rebuilt(len, '\0');
-  RUSTFS_RETURN_IF_ERROR(Rebuild(g, srcs, job.read.shard, len, reinterpret_cast<uint8_t*>(rebuilt.data())));
+                   ": fewer than " + std::to_string(g.k) + " shards readable;" + got.failures);
+  std::string rebuilt;
+  if (have[job.read.shard]) {  // the slow server answered after all
+    rebuilt = std::move(bufs[job.read.shard]);
+  } else {
+    std::vector<const uint8_t*> srcs(n, nullptr);
+    for (uint32_t s = 0; s < n; s++)
+      if (have[s]) srcs[s] = reinterpret_cast<const uint8_t*>(bufs[s].data());
+    rebuilt.assign(len, '\0');
+    RUSTFS_RETURN_IF_ERROR(Rebuild(g, srcs, job.read.shard, len, reinterpret_cast<uint8_t*>(rebuilt.data())));
+  }
   for (auto& p : job.read.pieces)
     std::memcpy(job.extent->dst + p.buf_offset, rebuilt.data() + (p.shard_offset - off), p.length);
   return Status::Ok();

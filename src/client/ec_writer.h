@@ -6,7 +6,13 @@
 // shard's rows sent to its DSS, which clones the rest of the shard from the
 // base version locally. Only when every shard is durable does the client
 // commit the version to the MDS; a crash before that leaves the file on its
-// old version, intact. A concurrent writer that committed first makes the
+// old version, intact.
+//
+// Degraded writes: positions the MDS left without a server (too few could
+// take a shard) and shards whose server failed the write are published as
+// layout::kNoDss, if the MDS finds enough were stored
+// (layout.min_write_shards); repair rebuilds them later. A position moved
+// to a new server gets its shard whole, read back through the old version. A concurrent writer that committed first makes the
 // commit stale, and the flush starts over from the new base.
 #pragma once
 
@@ -38,6 +44,7 @@ class EcWriter {
   const std::atomic<uint64_t>& client_id_;
   Counter& bytes_written_;
   Counter& rmw_bytes_read_;
+  Counter& degraded_writes_;  // versions published with a shard missing
 };
 
 }  // namespace rustfs::client

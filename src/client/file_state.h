@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "layout/layout.h"
+#include "layout/layout_rules.h"
 #include "rustfs.pb.h"
 
 namespace rustfs::client {
@@ -67,14 +68,8 @@ struct FileState {
   Status last_error;
 };
 
-layout::EcGeometry GeometryOf(const pb::Layout& l);
-
 // Whether st.chunks knows every chunk [offset, offset + len) touches.
 bool MapCovers(const FileState& st, uint64_t offset, uint64_t len);
 
-// "ec:K+M" or "replica:R", and back: ParseLayoutSpec fills kind, k, m and
-// replicas of `l`, leaving its sizes; InvalidArgument naming the text.
-std::string LayoutSpec(const pb::Layout& l);
-Status ParseLayoutSpec(std::string_view spec, pb::Layout& l);
 
 }  // namespace rustfs::client

@@ -56,7 +56,11 @@ std::vector<Section> Schema(Config& c) {
         {"kind", &c.layout.kind},
         {"k", &c.layout.k},
         {"m", &c.layout.m},
-        {"replicas", &c.layout.replicas}}},
+        {"replicas", &c.layout.replicas},
+        {"min_write_shards", &c.layout.min_write_shards}}},
+      {"repair",
+       {{"grace_ms", &c.repair.grace_ms},
+        {"max_bytes_per_s", &c.repair.max_bytes_per_s}}},
       {"random_read",
        {{"prefetch_full_chunkmap", &c.random_read.prefetch_full_chunkmap},
         {"hold_layout_lease", &c.random_read.hold_layout_lease}}},
@@ -401,6 +405,13 @@ Status ValidateShardCounts(const Config::Layout& layout) {
   if (layout.replicas < 1 || layout.replicas > 16) {
     return Invalid(IntKv("layout.replicas", layout.replicas), "must be in 1..16");
   }
+  if (layout.min_write_shards != 0) {
+    const bool ec = layout.kind == "ec";
+    const uint32_t lo = ec ? layout.k : 1, hi = ec ? layout.k + layout.m : layout.replicas;
+    if (layout.min_write_shards < lo || layout.min_write_shards > hi)
+      return Invalid(IntKv("layout.min_write_shards", layout.min_write_shards),
+                     "must be 0 (the default) or in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
   return Status::Ok();
 }
 
@@ -568,6 +579,9 @@ Status ValidateConfig(const Config& cfg) {
   RUSTFS_RETURN_IF_ERROR(ValidateHotTier(cfg.dss_hot_tier));
   RUSTFS_RETURN_IF_ERROR(ValidateAccessPlan(cfg.access_plan));
   RUSTFS_RETURN_IF_ERROR(ValidateRandomIo(cfg.random_io));
+  RUSTFS_RETURN_IF_ERROR(ValidatePositiveMs("repair.grace_ms", cfg.repair.grace_ms));
+  if (cfg.repair.max_bytes_per_s == 0)
+    return Invalid(SizeKv("repair.max_bytes_per_s", 0), "must be > 0");
   return ValidatePositiveMs("client.rpc_timeout_ms", cfg.client.rpc_timeout_ms);
 }
 

@@ -48,8 +48,20 @@ struct Config {
     uint32_t k = 4;                  // data shards
     uint32_t m = 2;                  // parity shards
     uint32_t replicas = 3;           // for kind = "replica"
+    // Fewest shards a chunk version is written with when servers are down
+    // or full (the rest rebuilt by repair); 0 = K+1 (EC), 2 (replicas).
+    uint32_t min_write_shards = 0;
     bool operator==(const Layout&) const = default;
   } layout;
+
+  struct Repair {
+    // A DSS silent this long has its shards rebuilt elsewhere (a shorter
+    // absence, a restart, only leaves reads degraded meanwhile).
+    uint32_t grace_ms = 600000;
+    // Bytes per second repair reads and writes, all together.
+    uint64_t max_bytes_per_s = 64 * kMiB;
+    bool operator==(const Repair&) const = default;
+  } repair;
 
   struct RandomRead {
     bool prefetch_full_chunkmap = true;

@@ -22,6 +22,12 @@ class Counter {
   static constexpr unsigned kStripes = 8;
   void Add(uint64_t n) { stripes_[StripeOfThisThread()].v.fetch_add(n, std::memory_order_relaxed); }
   void Inc() { Add(1); }
+  // For a gauge with one writer (a queue length, a rate): the value becomes
+  // v. Not to be mixed with Add from other threads.
+  void Set(uint64_t v) {
+    for (unsigned i = 1; i < kStripes; i++) stripes_[i].v.store(0, std::memory_order_relaxed);
+    stripes_[0].v.store(v, std::memory_order_relaxed);
+  }
   // The sum over stripes: exact once writers are quiet, else a value the
   // counter held at some instant during the call or a little after.
   uint64_t Get() const {

@@ -402,7 +402,7 @@ void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   } else if (std::strcmp(name, kLayoutXattr) == 0) {
     auto a = C(req).GetAttr(ino);
     if (!a) return ReplyErr(req, a.error());
-    value = client::LayoutSpec(a->layout());
+    value = layout::LayoutSpec(a->layout());
   } else {
     auto v = C(req).GetXattr(ino, name);
     if (!v) return ReplyErr(req, v.error());

@@ -18,6 +18,11 @@
 
 namespace rustfs::layout {
 
+// The server of a chunk-map position whose shard is stored nowhere: the
+// version was written degraded (too few servers could take it) or the shard
+// was lost, until repair rebuilds it. Readers treat it as a down server.
+inline constexpr uint32_t kNoDss = 0xFFFFFFFFu;
+
 struct EcGeometry {
   uint32_t k = 4;                 // data shards
   uint32_t m = 2;                 // parity shards

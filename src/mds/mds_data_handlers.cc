@@ -5,11 +5,40 @@
 
 #include "common/log.h"
 #include "mds/handler_util.h"
-#include "mds/layout_check.h"
+#include "layout/layout_rules.h"
 #include "mds/mds_service.h"
 #include "mds/placement.h"
 
 namespace rustfs::mds {
+
+std::vector<uint32_t> MdsService::WritableDss() {
+  std::vector<uint32_t> out;
+  std::lock_guard lk(dss_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  for (uint32_t i = 0; i < dss_.size(); i++)
+    if (Alive(dss_[i], now) && dss_[i].free_bytes >= kMinFreeBytes) out.push_back(i);
+  return out;
+}
+
+Status MdsService::CheckPlacement(const pb::ChunkEntry& c, const pb::Layout& l) {
+  const uint32_t width = layout::LayoutWidth(l);
+  if (uint32_t(c.dss_size()) != width)
+    return InvalidArgument("chunk placed on " + std::to_string(c.dss_size()) +
+                           " positions, the file's layout has " + std::to_string(width));
+  std::vector<uint32_t> seen;
+  for (uint32_t d : c.dss()) {
+    if (d == layout::kNoDss) continue;
+    if (d >= dss_.size()) return InvalidArgument("chunk names DSS " + std::to_string(d) + ", which does not exist");
+    if (std::find(seen.begin(), seen.end(), d) != seen.end())
+      return InvalidArgument("chunk names DSS " + std::to_string(d) + " twice");
+    seen.push_back(d);
+  }
+  const uint32_t min = layout::MinWriteShards(l, cfg_.layout.min_write_shards);
+  if (seen.size() < min)
+    return Unavailable("only " + std::to_string(seen.size()) + " shards of the chunk were stored, " +
+                       "layout.min_write_shards needs " + std::to_string(min));
+  return Status::Ok();
+}
 
 void MdsService::RegisterDataHandlers() {
   MdsStore* st = store_.get();
@@ -25,15 +54,18 @@ void MdsService::RegisterDataHandlers() {
   server_.Handle(pb::M_ALLOCATE_CHUNK,
                  Typed<pb::AllocateChunkReq>([this, st](const pb::AllocateChunkReq& r)
                                                  -> Result<pb::AllocateChunkReply> {
-    auto attr = st->GetAttr(r.ino());
-    if (!attr) return Err(attr.error());
-    auto place = PlaceChunk(AliveDss(), LayoutWidth(attr->layout()), r.ino(), r.index());
-    if (!place) return Err(place.error());
-    return st->AllocateChunk(r.ino(), r.index(), *place);
+    const std::vector<uint32_t> writable = WritableDss();
+    return st->AllocateChunk(r.ino(), r.index(), [&](const pb::Layout& l, std::span<const uint32_t> cur) {
+      return PlaceWrite(writable, layout::LayoutWidth(l), layout::MinWriteShards(l, cfg_.layout.min_write_shards),
+                        r.ino(), r.index(), cur);
+    });
   }));
-  server_.Handle(pb::M_COMMIT_CHUNK, Typed<pb::CommitChunkReq>([st, lt](const pb::CommitChunkReq& r) -> Result<pb::AttrReply> {
+  server_.Handle(pb::M_COMMIT_CHUNK, Typed<pb::CommitChunkReq>([this, st, lt](const pb::CommitChunkReq& r) -> Result<pb::AttrReply> {
     RUSTFS_RETURN_ERR(lt->CheckGrace());
+    auto attr = st->GetAttr(r.ino());
+    if (attr) RUSTFS_RETURN_ERR(CheckPlacement(r.chunk(), attr->layout()));
     auto a = st->CommitChunk(r);
+    if (a && layout::IsDegraded(r.chunk())) GetCounter("mds.degraded_commits").Inc();
     // New chunk versions (and maybe a new size): every other holder's map
     // and cached bytes of this file are stale.
     if (a) lt->Revoke(r.ino(), "", r.client_id());

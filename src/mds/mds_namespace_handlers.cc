@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "mds/handler_util.h"
-#include "mds/layout_check.h"
+#include "layout/layout_rules.h"
 #include "mds/mds_service.h"
 
 namespace rustfs::mds {
@@ -31,7 +31,7 @@ void MdsService::RegisterNamespaceHandlers() {
   }));
   server_.Handle(pb::M_SETATTR, Typed<pb::SetAttrReq>([this, st, lt](const pb::SetAttrReq& r) -> Result<pb::AttrReply> {
     RUSTFS_RETURN_ERR(lt->CheckGrace());
-    if (r.valid() & pb::SET_LAYOUT) RUSTFS_RETURN_ERR(CheckLayout(r.layout(), cfg_.dss.size()));
+    if (r.valid() & pb::SET_LAYOUT) RUSTFS_RETURN_ERR(layout::CheckLayout(r.layout(), cfg_.dss.size()));
     // Writes other clients buffered before this change land before it:
     // a truncate must cut them, new times must not be overwritten by
     // their later publication, a layout change must see the data.
@@ -144,7 +144,7 @@ void MdsService::RegisterNamespaceHandlers() {
     }
     // Usable space: parity (or extra replicas) take the rest of every chunk.
     const pb::Layout layout = LayoutFromConfig(cfg_);
-    r.set_free_bytes(free / LayoutWidth(layout) * DataShards(layout));
+    r.set_free_bytes(free / layout::LayoutWidth(layout) * layout::DataShards(layout));
     r.set_total_bytes(r.free_bytes());
     r.set_files(st->FileCount());
     return r;

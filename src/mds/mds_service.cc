@@ -1,6 +1,7 @@
 #include "mds/mds_service.h"
 
 #include "common/log.h"
+#include "layout/layout_rules.h"
 #include "mds/handler_util.h"
 
 namespace rustfs::mds {
@@ -47,6 +48,10 @@ Result<std::unique_ptr<MdsService>> MdsService::Create(const Config& cfg) {
   s->store_->SetGarbageDelay((int64_t(cfg.mds.lease_ms) + cfg.client.rpc_timeout_ms) * 1000000);
   // A brand-new store had no earlier incarnation whose leases could linger.
   if (s->store_->created()) s->leases_.SkipGrace();
+  Repairer::Cluster cluster{
+      [p = s.get()] { return p->WritableDss(); }, [p = s.get()] { return p->GoneDss(); },
+      [p = s.get()](uint32_t id) { return id < p->dss_.size() ? p->dss_[id].channel.get() : nullptr; }};
+  s->repairer_ = std::make_unique<Repairer>(*s->store_, s->leases_, std::move(cluster), cfg.repair);
   s->RegisterNamespaceHandlers();
   s->RegisterDataHandlers();
   s->RegisterSessionHandlers();
@@ -55,12 +60,30 @@ Result<std::unique_ptr<MdsService>> MdsService::Create(const Config& cfg) {
 
 std::vector<uint32_t> MdsService::AliveDss() {
   std::lock_guard lk(dss_mu_);
-  auto now = std::chrono::steady_clock::now();
-  auto timeout = std::chrono::milliseconds(cfg_.mds.heartbeat_timeout_ms);
+  const auto now = std::chrono::steady_clock::now();
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < dss_.size(); i++)
-    if (dss_[i].registered && now - dss_[i].last_seen < timeout) out.push_back(i);
+    if (Alive(dss_[i], now)) out.push_back(i);
   return out;
+}
+
+std::set<uint32_t> MdsService::GoneDss() {
+  std::lock_guard lk(dss_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const auto grace = std::chrono::milliseconds(cfg_.repair.grace_ms);
+  std::set<uint32_t> out;
+  for (uint32_t i = 0; i < dss_.size(); i++)
+    if (!Alive(dss_[i], now) && now - std::max(dss_[i].last_seen, started_) > grace) out.insert(i);
+  return out;
+}
+
+void MdsService::RepairLoop() {
+  while (!stop_) {
+    // Repair rewrites chunk placements: not while clients may still be
+    // reclaiming state after an MDS restart.
+    if (!leases_.InGrace()) repairer_->Pass(stop_);
+    for (int i = 0; i < 10 && !stop_; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 void MdsService::CollectIfUnused(uint64_t ino) {
@@ -86,10 +109,7 @@ void MdsService::CollectGarbage() {
       uint32_t d = g.chunk().dss(s);
       if (d >= dss_.size()) continue;
       pb::DeleteShardReq req;
-      req.mutable_key()->set_ino(g.ino());
-      req.mutable_key()->set_chunk(g.chunk().index());
-      req.mutable_key()->set_version(g.chunk().version());
-      req.mutable_key()->set_shard(s);
+      *req.mutable_key() = layout::MakeShardKey(g.ino(), g.chunk(), uint32_t(s));
       auto r = dss_[d].channel->Call(pb::M_DELETE_SHARD, req);
       if (r) {
         deleted.Inc();
@@ -119,6 +139,7 @@ void MdsService::BackgroundLoop() {
 Status MdsService::Start() {
   RUSTFS_RETURN_IF_ERROR(server_.Start(cfg_.mds.address));
   background_ = std::thread([this] { BackgroundLoop(); });
+  repair_ = std::thread([this] { RepairLoop(); });
   LOG_INFO("MDS listening on {} (store {})", cfg_.mds.address, cfg_.mds.data_dir);
   return Status::Ok();
 }
@@ -126,6 +147,7 @@ Status MdsService::Start() {
 void MdsService::Stop() {
   stop_ = true;
   if (background_.joinable()) background_.join();
+  if (repair_.joinable()) repair_.join();
   server_.Stop();
 }
 

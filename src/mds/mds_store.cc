@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "common/clock.h"
+#include "layout/layout_rules.h"
 #include "mds/store_keys.h"
 
 namespace rustfs::mds {
@@ -287,26 +288,37 @@ Result<pb::GetChunkMapReply> MdsStore::GetChunkMap(uint64_t ino, uint64_t offset
 }
 
 Result<pb::AllocateChunkReply> MdsStore::AllocateChunk(uint64_t ino, uint64_t index,
-                                                       const std::vector<uint32_t>& placement) {
+                                                       const PlaceFn& place) {
   std::lock_guard lk(mu_);
   auto a = LoadInode(ino);
   if (!a) return Err(a.error());
   if (!S_ISREG(a->mode())) return Err(InvalidArgument("data for a file that is not regular"));
   pb::AllocateChunkReply r;
   std::string v;
+  std::vector<uint32_t> current;
   if (db_->Get({}, Chunk(ino, index), &v).ok()) {
     pb::ChunkEntry cur;
     cur.ParseFromString(v);
     r.set_base_version(cur.version());
-    *r.mutable_chunk()->mutable_dss() = cur.dss();
-  } else {
-    for (uint32_t d : placement) r.mutable_chunk()->add_dss(d);
+    current.assign(cur.dss().begin(), cur.dss().end());
   }
+  auto placement = place(a->layout(), current);
+  if (!placement) return Err(placement.error());
+  for (uint32_t d : *placement) r.mutable_chunk()->add_dss(d);
   auto ver = NextCounter(kNextVersion);
   if (!ver) return Err(ver.error());
   r.mutable_chunk()->set_index(index);
   r.mutable_chunk()->set_version(*ver);
   return r;
+}
+
+bool MdsStore::WasAllocated(uint64_t version) {
+  CounterState& c = counters_[kNextVersion];
+  if (c.ceiling == 0) {  // nothing handed out since the start: the persisted bound
+    std::string v;
+    return db_->Get({}, kNextVersion, &v).ok() && v.size() == 8 && version < GetBe64(v.data());
+  }
+  return version < c.next;
 }
 
 Result<pb::Attr> MdsStore::CommitChunk(const pb::CommitChunkReq& req) {
@@ -330,8 +342,14 @@ Result<pb::Attr> MdsStore::CommitChunk(const pb::CommitChunkReq& req) {
     return Err({Code::kStale, "chunk " + std::to_string(req.chunk().index()) + " is at version " +
                                   std::to_string(cur_version) + ", writer read " +
                                   std::to_string(req.base_version())});
+  // Versions only grow, and only ones this MDS handed out are published: a
+  // replayed or forged commit must not queue the live version as garbage.
+  if (req.chunk().version() <= cur_version || !WasAllocated(req.chunk().version()))
+    return Err(InvalidArgument("chunk version " + std::to_string(req.chunk().version()) +
+                               " was not allocated for this write"));
   if (cur_version != 0) QueueGarbage(req.ino(), cur, wb);
   wb.Put(Chunk(req.ino(), req.chunk().index()), req.chunk().SerializeAsString());
+  if (layout::IsDegraded(req.chunk())) wb.Put(Repair(req.ino(), req.chunk().index()), "");
   if (req.size_at_least() > a->size()) a->set_size(req.size_at_least());
   a->set_mtime_ns(req.mtime_ns() ? req.mtime_ns() : NowNs());
   a->set_ctime_ns(a->mtime_ns());
@@ -381,12 +399,11 @@ Status MdsStore::DropGarbage(const std::string& key) {
 Status MdsStore::RecordBadShard(const pb::ReportBadShardReq& req) {
   std::lock_guard lk(mu_);
   rocksdb::WriteBatch wb;
-  std::string k = "B";
-  PutBe64(k, req.ino());
-  PutBe64(k, req.index());
+  std::string k = BadShardPrefix(req.ino(), req.index());
   PutBe64(k, req.version());
   PutBe64(k, req.shard());
   wb.Put(k, req.SerializeAsString());
+  wb.Put(Repair(req.ino(), req.index()), "");
   return Commit(wb);
 }
 

@@ -16,7 +16,9 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <span>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,13 +90,18 @@ class MdsStore {
 
   // Chunks of `ino` overlapping [offset, offset+length) (length 0 = all).
   Result<pb::GetChunkMapReply> GetChunkMap(uint64_t ino, uint64_t offset, uint64_t length);
-  // A fresh version for chunk `index`. `placement` is used when the chunk is
-  // new; an existing chunk keeps its DSS so shards can be cloned locally.
-  Result<pb::AllocateChunkReply> AllocateChunk(uint64_t ino, uint64_t index,
-                                               const std::vector<uint32_t>& placement);
+  // A fresh version for chunk `index`, placed by `place` (given the file's
+  // layout and the chunk's placement now, empty for a new chunk; called
+  // under the store's lock).
+  using PlaceFn = std::function<Result<std::vector<uint32_t>>(const pb::Layout&,
+                                                              std::span<const uint32_t> current)>;
+  Result<pb::AllocateChunkReply> AllocateChunk(uint64_t ino, uint64_t index, const PlaceFn& place);
   // Publishes a new chunk version if the chunk is still at base_version
-  // (optimistic concurrency: kStale otherwise); the old version's shards are
-  // queued as garbage.
+  // (optimistic concurrency: kStale otherwise) and the version is one
+  // AllocateChunk handed out, newer than the chunk's; the old version's
+  // shards are queued as garbage. A version with a position stored nowhere
+  // (layout::kNoDss) is queued for repair. The caller checks the placement
+  // against the layout and the DSS registry.
   Result<pb::Attr> CommitChunk(const pb::CommitChunkReq& req);
   // Drops chunks [first_index, first_index + count) (they read as zeros).
   Result<pb::Attr> Punch(const pb::PunchReq& req);
@@ -103,7 +110,30 @@ class MdsStore {
   // (CLOCK_REALTIME), and their removal once deleted.
   std::vector<std::pair<std::string, pb::Garbage>> PeekGarbage(size_t max, int64_t now_ns);
   Status DropGarbage(const std::string& key);
+  // Also queues the chunk for repair.
   Status RecordBadShard(const pb::ReportBadShardReq& req);
+
+  // --- repair (mds_store_repair.cc) ---
+  // Chunks queued for repair (degraded writes, bad shards, chunks on a DSS
+  // gone past the grace period), up to `max`, after (ino, index) `after`.
+  std::vector<std::pair<uint64_t, uint64_t>> RepairQueue(size_t max, std::pair<uint64_t, uint64_t> after = {0, 0});
+  size_t RepairQueueSize();
+  // Queues every chunk with a shard on DSS `dss`; returns how many.
+  Result<size_t> QueueChunksOn(uint32_t dss);
+  Status DropFromRepair(uint64_t ino, uint64_t index);
+  // The chunk's current entry (kNotFound when it has none) and the shards
+  // of that version reported bad.
+  struct ChunkHealth {
+    pb::ChunkEntry chunk;
+    std::vector<uint32_t> bad_shards;
+  };
+  Result<ChunkHealth> GetChunkHealth(uint64_t ino, uint64_t index);
+  // Records rebuilt shards: positions `shards` of chunk version
+  // `rebuilt.version()` now live where `rebuilt` says, if the chunk is still
+  // at that version (kStale otherwise). The replaced copies become garbage,
+  // their bad-shard records go, and the chunk leaves the repair queue when
+  // nothing is missing any more.
+  Status RecordRepair(uint64_t ino, const pb::ChunkEntry& rebuilt, const std::vector<uint32_t>& shards);
 
  private:
   explicit MdsStore(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {}
@@ -134,6 +164,8 @@ class MdsStore {
   // Writes the directory's times (and `nlink_delta`) after an entry change.
   void TouchDir(pb::Attr& dir, int64_t now, int nlink_delta, rocksdb::WriteBatch& wb);
   Status Commit(rocksdb::WriteBatch& wb);
+  // A chunk version number AllocateChunk has handed out.
+  bool WasAllocated(uint64_t version);
 
   static constexpr uint64_t kCounterReserve = 4096;
   struct CounterState {

@@ -8,6 +8,7 @@
 //   O<ino>              -> "" : an inode with no name left, kept while open
 //   G<seq>              -> pb::Garbage
 //   B<ino><chunk><version><shard> -> pb::ReportBadShardReq
+//   R<ino><chunk>       -> "" : a chunk to repair (a shard missing or bad)
 //   Mnext_ino, Mnext_version, Mnext_garbage -> u64
 #pragma once
 
@@ -40,6 +41,16 @@ inline std::string Chunk(uint64_t ino, uint64_t index) {
 }
 inline std::string XattrPrefix(uint64_t ino) { return WithIno('X', ino); }
 inline std::string Xattr(uint64_t ino, const std::string& name) { return XattrPrefix(ino) + name; }
+inline std::string Repair(uint64_t ino, uint64_t index) {
+  std::string k = WithIno('R', ino);
+  PutBe64(k, index);
+  return k;
+}
+inline std::string BadShardPrefix(uint64_t ino, uint64_t index) {
+  std::string k = WithIno('B', ino);
+  PutBe64(k, index);
+  return k;
+}
 inline std::string Orphan(uint64_t ino) { return WithIno('O', ino); }
 inline std::string Garbage(uint64_t seq) { return WithIno('G', seq); }
 

@@ -3,6 +3,8 @@
 // survives closing and reopening the store.
 #include "mds/mds_store.h"
 
+#include "layout/layout.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -28,6 +30,15 @@ std::string Name(const char* prefix, uint64_t i) {
   std::string s = prefix;
   s.append(std::to_string(i));
   return s;
+}
+
+// Placement as the MDS did before degraded writes: a new chunk on
+// `servers`, an existing one where it is.
+MdsStore::PlaceFn Fixed(std::vector<uint32_t> servers) {
+  return [servers](const pb::Layout&, std::span<const uint32_t> cur) -> Result<std::vector<uint32_t>> {
+    if (!cur.empty()) return std::vector<uint32_t>(cur.begin(), cur.end());
+    return servers;
+  };
 }
 
 pb::Layout TestLayout() {
@@ -107,7 +118,7 @@ class MdsStoreTest : public ::testing::Test {
   }
   // Allocates and commits a new version of chunk `index`; returns the version.
   uint64_t WriteChunk(uint64_t ino, uint64_t index, uint64_t size_at_least = 0) {
-    auto a = store_->AllocateChunk(ino, index, {1, 2, 3, 4, 5, 6});
+    auto a = store_->AllocateChunk(ino, index, Fixed({1, 2, 3, 4, 5, 6}));
     EXPECT_TRUE(a.has_value());
     if (!a) return 0;
     pb::CommitChunkReq c;
@@ -512,7 +523,7 @@ TEST_F(MdsStoreTest, SetAttrShrinkDropsChunksBeyondEnd) {
 
 TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   uint64_t f = MustMake(kRootIno, "f", false);
-  auto a1 = store_->AllocateChunk(f, 2, {5, 6, 7});
+  auto a1 = store_->AllocateChunk(f, 2, Fixed({5, 6, 7}));
   ASSERT_TRUE(a1.has_value());
   EXPECT_EQ(a1->base_version(), 0u);
   EXPECT_EQ(a1->chunk().index(), 2u);
@@ -536,13 +547,13 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   EXPECT_EQ(m->attr().size(), 2 * kChunk + 10);
 
   // A second allocation keeps the chunk's DSS and reports the base.
-  auto a2 = store_->AllocateChunk(f, 2, {9, 9, 9});
+  auto a2 = store_->AllocateChunk(f, 2, Fixed({9, 9, 9}));
   ASSERT_TRUE(a2.has_value());
   EXPECT_EQ(a2->base_version(), a1->chunk().version());
   EXPECT_GT(a2->chunk().version(), a1->chunk().version());
   EXPECT_EQ(std::vector<uint32_t>(a2->chunk().dss().begin(), a2->chunk().dss().end()),
             (std::vector<uint32_t>{5, 6, 7}));
-  auto a3 = store_->AllocateChunk(f, 2, {});
+  auto a3 = store_->AllocateChunk(f, 2, Fixed({}));
   ASSERT_TRUE(a3.has_value());
   EXPECT_NE(a3->chunk().version(), a2->chunk().version());
 
@@ -578,7 +589,7 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   EXPECT_EQ(Garbage(10).size(), 1u);
 
   // A non-zero base for a chunk that does not exist is stale too.
-  auto a4 = store_->AllocateChunk(f, 7, {1});
+  auto a4 = store_->AllocateChunk(f, 7, Fixed({1}));
   ASSERT_TRUE(a4.has_value());
   pb::CommitChunkReq c4;
   c4.set_ino(f);
@@ -593,7 +604,7 @@ TEST_F(MdsStoreTest, AllocateCommitVersioning) {
   c4.set_base_version(0);
   EXPECT_EQ(store_->CommitChunk(c4).error().code(), Code::kNotFound);
   EXPECT_EQ(Garbage(100).size(), before + 1);
-  EXPECT_EQ(store_->AllocateChunk(f, 0, {1}).error().code(), Code::kNotFound);
+  EXPECT_EQ(store_->AllocateChunk(f, 0, Fixed({1})).error().code(), Code::kNotFound);
 }
 
 TEST_F(MdsStoreTest, SizeAtLeastNeverShrinks) {
@@ -696,7 +707,7 @@ TEST_F(MdsStoreTest, PersistsAcrossReopen) {
     uint64_t n = MustMake(d, Name("n", i), i % 2 == 0);
     EXPECT_TRUE(inos.insert(n).second) << n;
   }
-  auto a = store_->AllocateChunk(f, 0, {});
+  auto a = store_->AllocateChunk(f, 0, Fixed({}));
   ASSERT_TRUE(a.has_value());
   EXPECT_GT(a->chunk().version(), max_version);
   pb::CommitChunkReq c;
@@ -808,7 +819,7 @@ TEST_F(MdsStoreTest, SymlinksAndSpecialFiles) {
     EXPECT_EQ(a->rdev(), (type == S_IFCHR || type == S_IFBLK) ? 0x0801u : 0u);
     // No data: a chunk map with no chunks, and no chunk can be allocated.
     EXPECT_EQ(store_->GetChunkMap(a->ino(), 0, 0)->chunks_size(), 0);
-    EXPECT_EQ(store_->AllocateChunk(a->ino(), 0, {1}).error().code(), Code::kInvalidArgument);
+    EXPECT_EQ(store_->AllocateChunk(a->ino(), 0, Fixed({1})).error().code(), Code::kInvalidArgument);
   }
   pb::CreateReq bad;
   bad.set_parent(kRootIno);
@@ -904,6 +915,124 @@ TEST_F(MdsStoreTest, GarbageWaitsItsDelayAndPunchDropsChunks) {
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(g[0].second.chunk().index(), 1u);
   EXPECT_EQ(g[1].second.chunk().index(), 2u);
+}
+
+}  // namespace
+}  // namespace rustfs::mds
+
+namespace rustfs::mds {
+namespace {
+
+constexpr uint32_t kNo = layout::kNoDss;
+
+TEST_F(MdsStoreTest, ACommitNeedsAVersionThisStoreAllocatedAndNewer) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  const uint64_t v1 = WriteChunk(f, 0);
+  ASSERT_NE(v1, 0u);
+  // Replaying the live version's own commit (base = itself) would queue
+  // the live shards as garbage: refused, nothing queued.
+  pb::CommitChunkReq replay;
+  replay.set_ino(f);
+  replay.mutable_chunk()->set_index(0);
+  replay.mutable_chunk()->set_version(v1);
+  for (uint32_t d : {1u, 2u, 3u, 4u, 5u, 6u}) replay.mutable_chunk()->add_dss(d);
+  replay.set_base_version(v1);
+  EXPECT_EQ(store_->CommitChunk(replay).error().code(), Code::kInvalidArgument);
+  // A version nobody allocated (far ahead of the counter): refused.
+  replay.mutable_chunk()->set_version(v1 + 1'000'000);
+  EXPECT_EQ(store_->CommitChunk(replay).error().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Garbage(10).empty());
+  EXPECT_EQ(store_->GetChunkMap(f, 0, 0)->chunks(0).version(), v1);
+  // Still refused after a restart (the bound comes from the persisted counter).
+  Reopen();
+  EXPECT_EQ(store_->CommitChunk(replay).error().code(), Code::kInvalidArgument);
+  EXPECT_NE(WriteChunk(f, 0), 0u);
+}
+
+TEST_F(MdsStoreTest, DegradedCommitsAreQueuedAndRepairRecordsNewHomes) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  auto a = store_->AllocateChunk(f, 3, Fixed({0, 1, 2, 3, kNo, kNo}));
+  ASSERT_TRUE(a.has_value());
+  pb::CommitChunkReq c;
+  c.set_ino(f);
+  *c.mutable_chunk() = a->chunk();
+  ASSERT_TRUE(store_->CommitChunk(c).has_value());
+  EXPECT_EQ(store_->RepairQueue(10), (std::vector<std::pair<uint64_t, uint64_t>>{{f, 3}}));
+  EXPECT_EQ(store_->RepairQueueSize(), 1u);
+  Reopen();  // the queue is durable
+  EXPECT_EQ(store_->RepairQueueSize(), 1u);
+
+  // One position rebuilt: still degraded, still queued.
+  pb::ChunkEntry rebuilt = a->chunk();
+  rebuilt.set_dss(4, 7);
+  ASSERT_TRUE(store_->RecordRepair(f, rebuilt, {4}).ok());
+  auto h = store_->GetChunkHealth(f, 3);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->chunk.dss(4), 7u);
+  EXPECT_EQ(h->chunk.dss(5), kNo);
+  EXPECT_EQ(store_->RepairQueueSize(), 1u);
+  EXPECT_TRUE(Garbage(10).empty());  // nothing was replaced
+
+  // A bad shard on a live server is recorded against that version.
+  pb::ReportBadShardReq bad;
+  bad.set_ino(f);
+  bad.set_index(3);
+  bad.set_version(a->chunk().version());
+  bad.set_shard(1);
+  bad.set_dss(1);
+  ASSERT_TRUE(store_->RecordBadShard(bad).ok());
+  h = store_->GetChunkHealth(f, 3);
+  EXPECT_EQ(h->bad_shards, std::vector<uint32_t>{1});
+
+  // Both rebuilt: shard 1 moved off DSS 1 (its old copy becomes garbage),
+  // shard 5 placed; the chunk leaves the queue and its bad record goes.
+  rebuilt = h->chunk;
+  rebuilt.set_dss(1, 8);
+  rebuilt.set_dss(5, 9);
+  ASSERT_TRUE(store_->RecordRepair(f, rebuilt, {1, 5}).ok());
+  h = store_->GetChunkHealth(f, 3);
+  EXPECT_EQ(std::vector<uint32_t>(h->chunk.dss().begin(), h->chunk.dss().end()),
+            (std::vector<uint32_t>{0, 8, 2, 3, 7, 9}));
+  EXPECT_TRUE(h->bad_shards.empty());
+  EXPECT_EQ(store_->RepairQueueSize(), 0u);
+  auto g = Garbage(10);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(std::vector<uint32_t>(g[0].second.chunk().dss().begin(), g[0].second.chunk().dss().end()),
+            (std::vector<uint32_t>{kNo, 1, kNo, kNo, kNo, kNo}));
+
+  // A repair of a version that was replaced meanwhile is stale, and what it
+  // wrote becomes garbage.
+  const uint64_t v2 = WriteChunk(f, 3);
+  ASSERT_GT(v2, a->chunk().version());
+  rebuilt.set_dss(0, 10);
+  EXPECT_EQ(store_->RecordRepair(f, rebuilt, {0}).code(), Code::kStale);
+  g = Garbage(10);
+  ASSERT_EQ(g.size(), 3u);  // the repaired version (replaced by v2) and the stale rebuild
+  EXPECT_EQ(g.back().second.chunk().dss(0), 10u);
+  EXPECT_EQ(g.back().second.chunk().dss(1), kNo);
+  EXPECT_EQ(store_->GetChunkHealth(f, 3)->chunk.version(), v2);
+}
+
+TEST_F(MdsStoreTest, QueueChunksOnADssFindsEveryChunkItHolds) {
+  uint64_t f = MustMake(kRootIno, "f", false);
+  uint64_t g = MustMake(kRootIno, "g", false);
+  for (uint64_t i = 0; i < 5; i++) ASSERT_NE(WriteChunk(f, i), 0u);  // on 1..6
+  auto a = store_->AllocateChunk(g, 0, Fixed({7, 8, 9}));
+  pb::CommitChunkReq c;
+  c.set_ino(g);
+  *c.mutable_chunk() = a->chunk();
+  ASSERT_TRUE(store_->CommitChunk(c).has_value());
+  EXPECT_EQ(*store_->QueueChunksOn(8), 1u);
+  EXPECT_EQ(store_->RepairQueue(10), (std::vector<std::pair<uint64_t, uint64_t>>{{g, 0}}));
+  EXPECT_EQ(*store_->QueueChunksOn(3), 5u);
+  EXPECT_EQ(store_->RepairQueueSize(), 6u);
+  // Paging with `after` walks the queue in order without repeats.
+  auto first = store_->RepairQueue(4);
+  ASSERT_EQ(first.size(), 4u);
+  auto rest = store_->RepairQueue(10, first.back());
+  EXPECT_EQ(rest.size(), 2u);
+  EXPECT_LT(first.back(), rest.front());
+  EXPECT_EQ(*store_->QueueChunksOn(42), 0u);
 }
 
 }  // namespace
