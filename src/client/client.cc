@@ -416,13 +416,21 @@ void Client::PrefetchRange(FileState& st, uint64_t offset, uint64_t length) {
   // path will refresh it, and prefetch must never cache stale bytes.
   const uint64_t size = st.attr.size();
   if (offset >= size || !MapFresh(st, offset, std::min(length, size - offset))) return;
-  uint64_t len = std::min(length, size - offset);
+  // A hint names any length (WILLNEED of a whole 1 TiB file): what is
+  // fetched is bounded by the prefetch budget (the stream tier), and read
+  // in pieces so no buffer grows with the hint.
+  constexpr uint64_t kPiece = 4 << 20;
+  uint64_t len = std::min({length, size - offset, PrefetchBudget()});
   // Page-align so whole pages are cached.
   const uint64_t start = offset / FragmentCache::kPage * FragmentCache::kPage;
   len += offset - start;
   // Prefetched bytes (read-ahead, WILLNEED, strides) are read once and soon:
   // the stream tier, not frequency admission, which would turn them away.
-  if (Status s = ReadThroughCache(st, start, len, nullptr, FragmentCache::Tier::kStream); s.ok()) bytes.Add(len);
+  for (uint64_t at = start; at < start + len; at += kPiece) {
+    const uint64_t n = std::min(kPiece, start + len - at);
+    if (!ReadThroughCache(st, at, n, nullptr, FragmentCache::Tier::kStream).ok()) return;
+    bytes.Add(n);
+  }
 }
 
 Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {

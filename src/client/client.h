@@ -268,6 +268,9 @@ class Client {
   // are waiting (it is advice). Prefetch: a range into the stream tier.
   void Background(std::function<void()> job);
   void Prefetch(std::shared_ptr<FileState> st, uint64_t offset, uint64_t len);
+  // Bytes prefetching may hold ahead of readers (access_plan.max_prefetch_bytes,
+  // else the fragment cache's stream tier).
+  uint64_t PrefetchBudget() const;
   void PrefetchRange(FileState& st, uint64_t offset, uint64_t len);
   // Background fetches need the map of their range: with chunks mapped as
   // reads need them (random_read.prefetch_full_chunkmap off) it may not be

@@ -22,13 +22,17 @@ class Client::PlanFetch final : public PlanFetcher {
   Client& c_;
 };
 
+uint64_t Client::PrefetchBudget() const {
+  return cfg_.access_plan.max_prefetch_bytes
+             ? cfg_.access_plan.max_prefetch_bytes
+             : uint64_t(double(cfg_.fragment_cache.capacity) * FragmentCache::kStreamShare);
+}
+
 void Client::StartPlans() {
   if (!cfg_.access_plan.enabled || !fcache_) return;  // nothing to fetch into
   PlanExecutor::Options o;
   o.depth = cfg_.access_plan.default_prefetch_depth;
-  o.max_bytes = cfg_.access_plan.max_prefetch_bytes
-                    ? cfg_.access_plan.max_prefetch_bytes
-                    : uint64_t(double(cfg_.fragment_cache.capacity) * FragmentCache::kStreamShare);
+  o.max_bytes = PrefetchBudget();
   plan_fetch_ = std::make_unique<PlanFetch>(*this);
   plans_ = std::make_unique<PlanExecutor>(*plan_fetch_, o);
 }

@@ -1,4 +1,5 @@
 #include "client/ec_reader.h"
+#include "net/wire_status.h"
 
 #include <pthread.h>
 
@@ -286,7 +287,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       const Segment& seg = b.segments[s];
       const auto& res = rep->results(int(s));
       if (res.code() != 0 || res.length() != seg.length || pos + seg.length > r->payload.size()) {
-        Status st = res.code() ? StatusFromWire(res.code(), res.error())
+        Status st = res.code() ? net::FromWire(res.code(), res.error())
                                : Status(Code::kShortRead, "short segment");
         for (size_t i : seg.jobs) failed.push_back({&jobs[i], st});
         continue;

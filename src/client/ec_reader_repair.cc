@@ -9,6 +9,7 @@
 #include <map>
 
 #include "client/ec_reader.h"
+#include "net/wire_status.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -16,13 +17,15 @@ namespace rustfs::client {
 
 namespace {
 
-// Starts a read of [offset, offset+length) of `shard`; a DSS known to be
-// down gets no call (an already-failed PendingCall stands in).
+// Starts a read of [offset, offset+length) of `shard`; a position stored
+// nowhere gets no call (an already-failed PendingCall stands in). A DSS
+// marked down is asked all the same: RepairOrder puts it last, so it is
+// asked only when the others cannot make up K, and it may be back.
 net::PendingCall StartShardRead(DssPool& dss, uint64_t ino, const pb::ChunkEntry& c,
                                 uint32_t shard, uint64_t offset, uint64_t length) {
   uint32_t id = c.dss(shard);
   net::Transport* ch = dss.Get(id);
-  if (!ch || dss.IsDown(id)) return {};
+  if (!ch) return {};
   pb::ReadShardReq req;
   *req.mutable_key() = MakeShardKey(ino, c, shard);
   req.set_offset(offset);
@@ -30,12 +33,14 @@ net::PendingCall StartShardRead(DssPool& dss, uint64_t ino, const pb::ChunkEntry
   return ch->Start(pb::M_READ_SHARD, req);
 }
 
-// Shards to try for a repair: those on DSS not recently slow first (a
-// stalled server is used only when nothing else is left), in index order.
+// Shards to try for a repair, in index order within each group: those on
+// healthy DSS, then recently slow ones (a stalled server is used only when
+// nothing else is left), then ones marked down (they may be back).
 std::vector<uint32_t> RepairOrder(DssPool& dss, const pb::ChunkEntry& c, uint32_t n) {
   std::vector<uint32_t> order(n);
   for (uint32_t s = 0; s < n; s++) order[s] = s;
-  std::stable_partition(order.begin(), order.end(), [&](uint32_t s) { return !dss.IsSlow(c.dss(s)); });
+  auto down_from = std::stable_partition(order.begin(), order.end(), [&](uint32_t s) { return !dss.IsDown(c.dss(s)); });
+  std::stable_partition(order.begin(), down_from, [&](uint32_t s) { return !dss.IsSlow(c.dss(s)); });
   return order;
 }
 
@@ -154,7 +159,7 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
       if (!good) {
         w.ok = false;
         w.bad[s] = true;
-        if (whole && rep->results(int(k)).code() == ToWire(Code::kCorruption))
+        if (whole && rep->results(int(k)).code() == net::ToWire(Code::kCorruption))
           ReportBad(ino, *w.f->job->extent->chunk, s, Corruption(rep->results(int(k)).error()));
         continue;
       }

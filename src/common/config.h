@@ -58,8 +58,12 @@ struct Config {
     // A DSS silent this long has its shards rebuilt elsewhere (a shorter
     // absence, a restart, only leaves reads degraded meanwhile).
     uint32_t grace_ms = 600000;
-    // Bytes per second repair reads and writes, all together.
+    // Bytes per second repair and scrub read and write, all together.
     uint64_t max_bytes_per_s = 64 * kMiB;
+    // A scrub pass (every shard read from disk, CRCs checked, what fails
+    // repaired) starts this long after the last one ended (and after the
+    // MDS starts); 0 = no scrub.
+    uint32_t scrub_interval_s = 7 * 24 * 3600;
     bool operator==(const Repair&) const = default;
   } repair;
 

@@ -69,11 +69,6 @@ int Status::ToErrno() const {
   }
 }
 
-Status StatusFromWire(int code, std::string msg) {
-  if (code < 0 || code > kMaxWireCode)
-    return {Code::kInternal, "peer sent unknown status code " + std::to_string(code) + ": " + msg};
-  return {Code(code), std::move(msg)};
-}
 
 Status Status::FromErrno(int err, std::string_view what) {
   std::string msg = std::string(what) + ": " + std::strerror(err);

@@ -13,7 +13,8 @@ namespace rustfs {
 
 // The numbers are part of the wire protocol (RpcHeader.code,
 // SegmentResult.code): never renumber, only append. Peers convert with
-// ToWire/StatusFromWire, never with a cast.
+// net::ToWire/FromWire (net/wire_status.h, pinned as rustfs.proto's
+// StatusCode), never with a cast.
 enum class Code : int {
   kOk = 0,
   kInvalidArgument = 1,  // bad input from a caller, a config file or an RPC frame
@@ -41,7 +42,6 @@ enum class Code : int {
   kShortRead = 23,       // a peer returned fewer bytes than asked (not a message to match)
   kInterrupted = 24,     // EINTR: the caller gave up waiting (a signal)
 };
-inline constexpr int kMaxWireCode = 24;
 
 
 class [[nodiscard]] Status {
@@ -74,8 +74,6 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 
 // A code as sent on the wire, and back. An unknown number (a newer peer)
 // is an error of its own, never a silently wrong code.
-inline int ToWire(Code c) { return int(c); }
-Status StatusFromWire(int code, std::string msg);
 
 template <class T>
 using Result = std::expected<T, Status>;

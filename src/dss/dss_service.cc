@@ -1,4 +1,5 @@
 #include "dss/dss_service.h"
+#include "net/wire_status.h"
 
 #include <pthread.h>
 
@@ -70,7 +71,9 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   eo.probe_dir = cfg.dss[id].data_dir;
   auto engine = RandomReadEngine::Create(eo);
   if (!engine) return Err(engine.error());
-  auto store = ShardStore::Open(cfg.dss[id].data_dir, std::move(*engine));
+  ShardStoreOptions options;
+  options.max_capacity = std::min<uint64_t>(cfg.layout.chunk_size, ShardStore::kMaxCapacity);
+  auto store = ShardStore::Open(cfg.dss[id].data_dir, std::move(*engine), options);
   if (!store) return Err(store.error());
   s->store_ = std::move(*store);
   if (cfg.dss_hot_tier.enabled) {
@@ -104,8 +107,10 @@ void DssService::RegisterHandlers() {
     auto req = net::ParseBody<pb::ReadShardReq>(body, "ReadShard");
     if (!req) return req.error();
     if (req->length() > net::kMaxPayloadBytes) return InvalidArgument("read length too large");
-    RUSTFS_RETURN_IF_ERROR(ReadShard(FromPb(req->key()), req->offset(), req->length(),
-                                     reply.payload));
+    RUSTFS_RETURN_IF_ERROR(store_->CheckReadRange(req->offset(), req->length()));
+    RUSTFS_RETURN_IF_ERROR(req->from_disk()
+                               ? store_->Read(FromPb(req->key()), req->offset(), req->length(), reply.payload)
+                               : ReadShard(FromPb(req->key()), req->offset(), req->length(), reply.payload));
     reads.Inc();
     served.Add(reply.payload.size());
     return Status::Ok();
@@ -116,8 +121,11 @@ void DssService::RegisterHandlers() {
                                        net::RpcReply& reply) -> Status {
     auto req = net::ParseBody<pb::BatchReadReq>(body, "BatchRead");
     if (!req) return req.error();
-    uint64_t total = 0;
-    for (auto& r : req->reads()) total += r.length();
+    uint64_t total = 0;  // each segment is at most a shard: no overflow
+    for (auto& r : req->reads()) {
+      RUSTFS_RETURN_IF_ERROR(store_->CheckReadRange(r.offset(), r.length()));
+      total += r.length();
+    }
     if (total > net::kMaxPayloadBytes) return InvalidArgument("batch read too large");
     batches.Inc();
     pb::BatchReadReply rep;
@@ -215,7 +223,7 @@ void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep,
     auto* res = rep.add_results();
     const uint64_t len = at[i + 1] - at[i];
     if (!status[i].ok()) {
-      res->set_code(ToWire(status[i].code()));
+      res->set_code(net::ToWire(status[i].code()));
       res->set_error(status[i].message());
       continue;
     }

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include "common/fd_io.h"
 #include "common/log.h"
 #include "dss/dss_service.h"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("--id", id, "which [[dss]] entry of the config this process is")->required();
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("dss-" + std::to_string(id));
+  rustfs::RaiseFdLimit();
 
   auto cfg = rustfs::LoadConfig(config_path);
   if (!cfg) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/log.h"
 #include "ec/crc.h"
 
 namespace rustfs::dss {
@@ -64,7 +65,10 @@ ShardStore::~ShardStore() = default;
 Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir,
                                                      std::unique_ptr<RandomReadEngine> engine,
                                                      const ShardStoreOptions& options) {
+  if (options.max_capacity == 0 || options.max_capacity > kMaxCapacity)
+    return Err(InvalidArgument("shard store max_capacity " + std::to_string(options.max_capacity)));
   std::unique_ptr<ShardStore> st(new ShardStore(data_dir, std::move(engine)));
+  st->max_capacity_ = options.max_capacity;
   auto files = SlotFiles::Open(data_dir + "/slots", options.data_file_bytes, st->engine_ != nullptr);
   if (!files) return Err(files.error());
   st->files_ = std::move(*files);
@@ -106,12 +110,15 @@ Status ShardStore::BuildVersion(const ShardId& id, const ShardMeta* base, uint64
   // end first fills the gap with zeros, so every block below data_len has a
   // real CRC and the gap reads back as zeros (a reused slot holds old bytes).
   if (offset > meta.data_len) {
-    static const std::string kZeros(kBlock, '\0');
+    static const std::string kZeros(1 << 20, '\0');  // written in pieces: no gap-sized buffer
     static const uint32_t kZeroCrc = ec::Crc32c(kZeros.data(), kBlock);
-    const std::string gap(offset - meta.data_len, '\0');
-    RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, gap.data(), gap.size(), off_t(to->offset + meta.data_len), path));
+    for (uint64_t at = meta.data_len; at < offset;) {
+      const uint64_t n = std::min<uint64_t>(offset - at, kZeros.size());
+      RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, kZeros.data(), n, off_t(to->offset + at), path));
+      at += n;
+    }
     for (uint64_t b = meta.data_len / kBlock; b < offset / kBlock; b++) meta.crcs[b] = kZeroCrc;
-    disk_written_.Add(gap.size());
+    disk_written_.Add(offset - meta.data_len);
     meta.data_len = offset;
   }
   for (uint64_t off = 0; off < data.size(); off += kBlock)
@@ -129,8 +136,9 @@ Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offs
   if (offset % kBlock || data.size() % kBlock)
     return InvalidArgument("shard write at " + std::to_string(offset) + "+" +
                            std::to_string(data.size()) + " is not 4 KiB aligned");
-  if (capacity == 0 || capacity % kBlock || capacity > kMaxCapacity)
-    return InvalidArgument("shard capacity " + std::to_string(capacity));
+  if (capacity == 0 || capacity % kBlock || capacity > max_capacity_)
+    return InvalidArgument("shard capacity " + std::to_string(capacity) + " (at most " +
+                           std::to_string(max_capacity_) + ")");
   if (offset > capacity || data.size() > capacity - offset)
     return InvalidArgument("shard write past capacity " + std::to_string(capacity));
   std::shared_ptr<const ShardMeta> base;
@@ -167,7 +175,9 @@ Status ShardStore::Read(const ShardId& id, uint64_t offset, uint64_t length, std
   return r.status;
 }
 
-void ShardStore::ReadBatch(std::span<ShardRead> reads) { ReadPieces(reads, engine_ != nullptr); }
+void ShardStore::ReadBatch(std::span<ShardRead> reads) {
+  ReadPieces(reads, engine_ != nullptr && !engine_off_.load(std::memory_order_relaxed));
+}
 
 void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   // Each piece is widened to whole checksum blocks, so every byte returned
@@ -236,8 +246,23 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   if (!ops.empty()) {
     std::vector<Status> per_op;
     Status batch = engine_->ReadBatch(ops, &per_op);
-    for (size_t j = 0; j < ops.size(); j++)
-      reads[op_piece[j]].status = batch.ok() ? per_op[j] : batch;
+    if (batch.ok()) {
+      engine_failures_in_a_row_ = 0;
+      for (size_t j = 0; j < ops.size(); j++) reads[op_piece[j]].status = per_op[j];
+    } else {
+      // The ring itself failed (not one read): serve this batch with
+      // buffered reads, and after a few such batches stop using the ring
+      // rather than fail every read while the DSS heartbeats as healthy.
+      engine_failures_.Inc();
+      if (++engine_failures_in_a_row_ >= kEngineFailuresToGiveUp && !engine_off_.exchange(true))
+        LOG_ERROR("io_uring engine failed {} batches in a row ({}): reads go through buffered pread from now on",
+                  kEngineFailuresToGiveUp, batch.ToString());
+      for (size_t j = 0; j < ops.size(); j++) {
+        const Piece& p = pieces[op_piece[j]];
+        reads[op_piece[j]].status = PreadAll(p.loc.fd, ops[j].dst, ops[j].length,
+                                             off_t(ops[j].offset), *p.loc.path);
+      }
+    }
   }
   for (size_t i = 0; i < reads.size(); i++) {
     ShardRead& r = reads[i];
@@ -255,6 +280,13 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
     }
     if (r.status.ok()) std::memcpy(r.dst, buf + (r.offset - p.a_start), p.end - r.offset);
   }
+}
+
+Status ShardStore::CheckReadRange(uint64_t offset, uint64_t length) const {
+  if (offset > max_capacity_ || length > max_capacity_ - offset)
+    return InvalidArgument("shard range " + std::to_string(offset) + "+" + std::to_string(length) +
+                           " is past the largest shard (" + std::to_string(max_capacity_) + " bytes)");
+  return Status::Ok();
 }
 
 Status ShardStore::Delete(const ShardId& id) {

@@ -19,6 +19,7 @@
 // length (never written) read as zeros.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -47,6 +48,9 @@ struct ShardRead {
 struct ShardStoreOptions {
   // Size of each new data file (fewer slots when the disk lacks room).
   uint64_t data_file_bytes = 256ull << 20;
+  // The largest shard a writer may ask for, bytes (<= kMaxCapacity): the
+  // cluster's chunk size (a replicated chunk's shard is the whole chunk).
+  uint64_t max_capacity = 1ull << 30;
 };
 
 class ShardStore {
@@ -70,7 +74,8 @@ class ShardStore {
 
   // Writes `data` at shard offset `offset` of version id.version, starting
   // from a copy of `base_version` when it is non-zero. offset and data size
-  // must be multiples of kBlock; offset + size <= capacity <= kMaxCapacity.
+  // must be multiples of kBlock; offset + size <= capacity <=
+  // options.max_capacity.
   Status Write(const ShardId& id, uint64_t base_version, uint64_t offset, std::string_view data,
                uint64_t capacity);
 
@@ -83,6 +88,10 @@ class ShardStore {
   void ReadBatch(std::span<ShardRead> reads);
 
   Status Delete(const ShardId& id);
+
+  // A range a peer asks to read: inside the largest shard, no wrap-around
+  // (checked before any cache or disk is asked).
+  Status CheckReadRange(uint64_t offset, uint64_t length) const;
 
   // Free bytes: the file system's, and free slots of the data files.
   uint64_t FreeBytes() const;
@@ -98,20 +107,28 @@ class ShardStore {
         engine_(std::move(engine)),
         disk_read_(GetCounter("dss.disk_bytes_read")),
         disk_written_(GetCounter("dss.disk_bytes_written")),
-        crc_failures_(GetCounter("dss.checksum_failures")) {}
+        crc_failures_(GetCounter("dss.checksum_failures")),
+        engine_failures_(GetCounter("dss.engine_batch_failures")) {}
   void ReadPieces(std::span<ShardRead> reads, bool use_engine);
   // Fills `meta` (slot already set) with the new version's bytes.
   Status BuildVersion(const ShardId& id, const ShardMeta* base, uint64_t offset, std::string_view data,
                       ShardMeta& meta);
 
   std::string dir_;
+  uint64_t max_capacity_ = kMaxCapacity;
   std::unique_ptr<RandomReadEngine> engine_;  // null: buffered reads only
+  // Whole-batch engine failures: served buffered; this many in a row turn
+  // the engine off for good (engine_off_).
+  static constexpr int kEngineFailuresToGiveUp = 3;
+  std::atomic<int> engine_failures_in_a_row_{0};
+  std::atomic<bool> engine_off_{false};
   std::unique_ptr<SlotFiles> files_;
   std::unique_ptr<ShardIndex> index_;
 
   Counter& disk_read_;
   Counter& disk_written_;
   Counter& crc_failures_;
+  Counter& engine_failures_;
 };
 
 }  // namespace rustfs::dss

@@ -442,40 +442,63 @@ void AdvertiseControlSocket(const std::string& path) { g_control_path = path; }
 
 namespace {
 
+// Every callback but init runs behind Guarded: an exception (bad_alloc on
+// an absurd request, a bug) answers the request with ENOMEM or EIO and is
+// counted, instead of unwinding into libfuse's C code, which would end the
+// daemon and with it every process's mount.
+template <auto Fn>
+struct Guarded;
+template <class... A, void (*Fn)(fuse_req_t, A...)>
+struct Guarded<Fn> {
+  static void Call(fuse_req_t req, A... a) {
+    static Counter& caught = GetCounter("fuse.callback_exceptions");
+    try {
+      Fn(req, a...);
+    } catch (const std::bad_alloc&) {
+      caught.Inc();
+      fuse_reply_err(req, ENOMEM);
+    } catch (const std::exception& e) {
+      caught.Inc();
+      LOG_ERROR("FUSE callback threw: {}", e.what());
+      fuse_reply_err(req, EIO);
+    }
+  }
+};
+
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops o{};
   o.init = Init;
-  o.lookup = Lookup;
-  o.getattr = GetAttr;
-  o.setattr = SetAttr;
-  o.mkdir = Mkdir;
-  o.mknod = Mknod;
-  o.symlink = Symlink;
-  o.readlink = Readlink;
-  o.link = Link;
-  o.create = Create;
-  o.unlink = Unlink;
-  o.rmdir = Rmdir;
-  o.rename = Rename;
-  o.open = Open;
-  o.read = Read;
-  o.write = Write;
-  o.flush = Flush;
-  o.fsync = Fsync;
-  o.release = Release;
-  o.opendir = OpenDir;
-  o.readdir = ReadDir;
-  o.releasedir = ReleaseDir;
-  o.statfs = StatFs;
-  o.getxattr = GetXattr;
-  o.setxattr = SetXattr;
-  o.listxattr = ListXattr;
-  o.removexattr = RemoveXattr;
-  o.getlk = GetLk;
-  o.setlk = SetLk;
-  o.flock = Flock;
-  o.fallocate = Fallocate;
-  o.ioctl = Ioctl;
+  o.lookup = Guarded<Lookup>::Call;
+  o.getattr = Guarded<GetAttr>::Call;
+  o.setattr = Guarded<SetAttr>::Call;
+  o.mkdir = Guarded<Mkdir>::Call;
+  o.mknod = Guarded<Mknod>::Call;
+  o.symlink = Guarded<Symlink>::Call;
+  o.readlink = Guarded<Readlink>::Call;
+  o.link = Guarded<Link>::Call;
+  o.create = Guarded<Create>::Call;
+  o.unlink = Guarded<Unlink>::Call;
+  o.rmdir = Guarded<Rmdir>::Call;
+  o.rename = Guarded<Rename>::Call;
+  o.open = Guarded<Open>::Call;
+  o.read = Guarded<Read>::Call;
+  o.write = Guarded<Write>::Call;
+  o.flush = Guarded<Flush>::Call;
+  o.fsync = Guarded<Fsync>::Call;
+  o.release = Guarded<Release>::Call;
+  o.opendir = Guarded<OpenDir>::Call;
+  o.readdir = Guarded<ReadDir>::Call;
+  o.releasedir = Guarded<ReleaseDir>::Call;
+  o.statfs = Guarded<StatFs>::Call;
+  o.getxattr = Guarded<GetXattr>::Call;
+  o.setxattr = Guarded<SetXattr>::Call;
+  o.listxattr = Guarded<ListXattr>::Call;
+  o.removexattr = Guarded<RemoveXattr>::Call;
+  o.getlk = Guarded<GetLk>::Call;
+  o.setlk = Guarded<SetLk>::Call;
+  o.flock = Guarded<Flock>::Call;
+  o.fallocate = Guarded<Fallocate>::Call;
+  o.ioctl = Guarded<Ioctl>::Call;
   return o;
 }
 

@@ -2,6 +2,7 @@
 // unmounted (fusermount3 -u MOUNT) or sent SIGTERM/SIGINT.
 #include <CLI/CLI.hpp>
 
+#include "common/fd_io.h"
 #include "common/log.h"
 #include "fuse/control_socket.h"
 #include "fuse/fuse_ops.h"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--read-leaders", leaders, "FUSE workers serving batched reads at once");
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("fuse");
+  rustfs::RaiseFdLimit();
 
   auto cfg = rustfs::LoadConfig(config_path);
   if (!cfg) {

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "common/fd_io.h"
 #include "common/log.h"
 #include "mds/mds_service.h"
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "config file (default /etc/rustfs/random-read.toml)");
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("mds");
+  rustfs::RaiseFdLimit();
 
   auto cfg = rustfs::LoadConfig(config_path);
   if (!cfg) {

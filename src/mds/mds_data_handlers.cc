@@ -12,11 +12,15 @@
 namespace rustfs::mds {
 
 std::vector<uint32_t> MdsService::WritableDss() {
+  // A DSS reporting less room than two of the largest shards (a whole
+  // chunk, replicated) takes no new shards: it still serves reads, and
+  // writes to chunks it holds move their shard elsewhere.
+  const uint64_t min_free = 2 * cfg_.layout.chunk_size;
   std::vector<uint32_t> out;
   std::lock_guard lk(dss_mu_);
   const auto now = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < dss_.size(); i++)
-    if (Alive(dss_[i], now) && dss_[i].free_bytes >= kMinFreeBytes) out.push_back(i);
+    if (Alive(dss_[i], now) && dss_[i].free_bytes >= min_free) out.push_back(i);
   return out;
 }
 
@@ -55,9 +59,15 @@ void MdsService::RegisterDataHandlers() {
                  Typed<pb::AllocateChunkReq>([this, st](const pb::AllocateChunkReq& r)
                                                  -> Result<pb::AllocateChunkReply> {
     const std::vector<uint32_t> writable = WritableDss();
-    return st->AllocateChunk(r.ino(), r.index(), [&](const pb::Layout& l, std::span<const uint32_t> cur) {
-      return PlaceWrite(writable, layout::LayoutWidth(l), layout::MinWriteShards(l, cfg_.layout.min_write_shards),
-                        r.ino(), r.index(), cur);
+    return st->AllocateChunk(r.ino(), r.index(), [&](const pb::Layout& l, std::span<const uint32_t> cur)
+                                                     -> Result<std::vector<uint32_t>> {
+      const uint32_t min = layout::MinWriteShards(l, cfg_.layout.min_write_shards);
+      auto p = PlaceWrite(writable, layout::LayoutWidth(l), min, r.ino(), r.index(), cur);
+      // Enough servers are up but too few have room: the cluster is full.
+      if (!p && AliveDss().size() >= min)
+        return Err({Code::kNoSpace, "too few DSS with room for a chunk (" + std::to_string(writable.size()) +
+                                        " of the " + std::to_string(min) + " it needs)"});
+      return p;
     });
   }));
   server_.Handle(pb::M_COMMIT_CHUNK, Typed<pb::CommitChunkReq>([this, st, lt](const pb::CommitChunkReq& r) -> Result<pb::AttrReply> {

@@ -1,5 +1,7 @@
 #include "mds/mds_service.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "layout/layout_rules.h"
 #include "mds/handler_util.h"
@@ -78,11 +80,21 @@ std::set<uint32_t> MdsService::GoneDss() {
 }
 
 void MdsService::RepairLoop() {
+  static Counter& passes = GetCounter("mds.scrub_passes");
+  const auto interval = std::chrono::seconds(cfg_.repair.scrub_interval_s);
+  auto scrub_due = std::chrono::steady_clock::now() + interval;
   while (!stop_) {
     // Repair rewrites chunk placements: not while clients may still be
     // reclaiming state after an MDS restart.
     if (!leases_.InGrace()) repairer_->Pass(stop_);
-    for (int i = 0; i < 10 && !stop_; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Scrub a few chunks per round, so repairs found meanwhile are not kept waiting.
+    if (interval.count() && std::chrono::steady_clock::now() >= scrub_due && repairer_->Scrub(stop_, 16)) {
+      passes.Inc();
+      scrub_due = std::chrono::steady_clock::now() + interval;
+    }
+    const bool scrubbing = interval.count() && std::chrono::steady_clock::now() >= scrub_due;
+    for (int i = 0; i < (scrubbing ? 1 : 10) && !stop_; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
@@ -101,23 +113,49 @@ void MdsService::OnSessionsEnded(const LeaseTable::Ended& e) {
   for (uint64_t ino : e.unreferenced) CollectIfUnused(ino);
 }
 
+namespace {
+constexpr int64_t kGarbageRetryNs = 30'000'000'000;  // garbage on an absent DSS: tried again after 30 s
+}  // namespace
+
 void MdsService::CollectGarbage() {
   static Counter& deleted = GetCounter("mds.gc_shards_deleted");
+  static Counter& deferred = GetCounter("mds.gc_deferred");
+  // A DSS that is down, or fails once in this pass (stalled: each call
+  // would wait out the RPC timeout), is skipped for the rest of the pass;
+  // its garbage stays queued for a later one. GC never stalls on a server.
+  const std::vector<uint32_t> alive = AliveDss();
+  std::set<uint32_t> skip;
+  for (uint32_t d = 0; d < dss_.size(); d++)
+    if (std::find(alive.begin(), alive.end(), d) == alive.end()) skip.insert(d);
   for (auto& [key, g] : store_->PeekGarbage(256, NowNs())) {
+    pb::ChunkEntry left = g.chunk();  // positions still to delete
     bool all = true;
     for (int s = 0; s < g.chunk().dss_size() && !stop_; s++) {
       uint32_t d = g.chunk().dss(s);
       if (d >= dss_.size()) continue;
+      if (skip.count(d)) {
+        all = false;
+        continue;
+      }
       pb::DeleteShardReq req;
       *req.mutable_key() = layout::MakeShardKey(g.ino(), g.chunk(), uint32_t(s));
       auto r = dss_[d].channel->Call(pb::M_DELETE_SHARD, req);
-      if (r) {
-        deleted.Inc();
-      } else if (r.error().code() != Code::kNotFound) {
-        all = false;  // DSS down: retry on a later pass
+      if (r || r.error().code() == Code::kNotFound) {
+        if (r) deleted.Inc();
+        left.set_dss(s, layout::kNoDss);
+      } else {
+        all = false;
+        skip.insert(d);
       }
     }
-    if (all) (void)store_->DropGarbage(key);
+    if (all) {
+      (void)store_->DropGarbage(key);
+    } else {
+      // What is left goes to the back of the queue, due again later, so
+      // garbage of an absent server never holds up the rest.
+      deferred.Inc();
+      (void)store_->RequeueGarbage(key, g.ino(), left, NowNs() + kGarbageRetryNs);
+    }
   }
 }
 

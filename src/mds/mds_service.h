@@ -58,10 +58,6 @@ class MdsService {
   // restart grace period, when clients are still reclaiming references).
   void CollectIfUnused(uint64_t ino);
 
-  // A DSS reporting less free space than this takes no new shards (it
-  // still serves reads, and writes to shards it already holds move away).
-  static constexpr uint64_t kMinFreeBytes = 64ull << 20;
-
   struct DssState {
     std::string address;
     std::chrono::steady_clock::time_point last_seen{};

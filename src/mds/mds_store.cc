@@ -128,11 +128,12 @@ bool MdsStore::HasPrefix(const std::string& prefix) {
 
 bool MdsStore::DirIsEmpty(uint64_t ino) { return !HasPrefix(DirPrefix(ino)); }
 
-void MdsStore::QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb) {
+void MdsStore::QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb,
+                            int64_t not_before_ns) {
   pb::Garbage g;
   g.set_ino(ino);
   *g.mutable_chunk() = c;
-  g.set_not_before_ns(NowNs() + garbage_delay_ns_);
+  g.set_not_before_ns(not_before_ns ? not_before_ns : NowNs() + garbage_delay_ns_);
   wb.Put(Garbage(garbage_seq_++), g.SerializeAsString());
   std::string next;
   PutBe64(next, garbage_seq_);
@@ -382,11 +383,22 @@ std::vector<std::pair<std::string, pb::Garbage>> MdsStore::PeekGarbage(size_t ma
   for (it->Seek("G"); it->Valid() && it->key().starts_with("G") && out.size() < max; it->Next()) {
     pb::Garbage g;
     g.ParseFromString(it->value().ToString());
-    // Queued in time order: the first one not yet due ends the walk.
+    // Queued in time order (nearly: a requeued entry is due up to 30 s
+    // after those queued behind it, which then wait that long): the first
+    // one not yet due ends the walk.
     if (g.not_before_ns() > now_ns) break;
     out.emplace_back(it->key().ToString(), std::move(g));
   }
   return out;
+}
+
+Status MdsStore::RequeueGarbage(const std::string& key, uint64_t ino, const pb::ChunkEntry& left,
+                               int64_t not_before_ns) {
+  std::lock_guard lk(mu_);
+  rocksdb::WriteBatch wb;
+  wb.Delete(key);
+  QueueGarbage(ino, left, wb, not_before_ns);
+  return Commit(wb);
 }
 
 Status MdsStore::DropGarbage(const std::string& key) {

@@ -110,6 +110,9 @@ class MdsStore {
   // (CLOCK_REALTIME), and their removal once deleted.
   std::vector<std::pair<std::string, pb::Garbage>> PeekGarbage(size_t max, int64_t now_ns);
   Status DropGarbage(const std::string& key);
+  // Replaces entry `key` with what is left of it (`left`: the positions
+  // not deleted yet), at the back of the queue, due at `not_before_ns`.
+  Status RequeueGarbage(const std::string& key, uint64_t ino, const pb::ChunkEntry& left, int64_t not_before_ns);
   // Also queues the chunk for repair.
   Status RecordBadShard(const pb::ReportBadShardReq& req);
 
@@ -118,6 +121,9 @@ class MdsStore {
   // gone past the grace period), up to `max`, after (ino, index) `after`.
   std::vector<std::pair<uint64_t, uint64_t>> RepairQueue(size_t max, std::pair<uint64_t, uint64_t> after = {0, 0});
   size_t RepairQueueSize();
+  // Up to `max` chunk entries after (ino, index) `after`, in key order, for
+  // a walk over every chunk (scrub).
+  std::vector<std::pair<uint64_t, pb::ChunkEntry>> ScanChunks(std::pair<uint64_t, uint64_t> after, size_t max);
   // Queues every chunk with a shard on DSS `dss`; returns how many.
   Result<size_t> QueueChunksOn(uint32_t dss);
   Status DropFromRepair(uint64_t ino, uint64_t index);
@@ -156,7 +162,9 @@ class MdsStore {
   // deletes its chunk entries, in `wb`.
   Status DropChunks(uint64_t ino, uint64_t first_index, uint64_t end_index,
                     rocksdb::WriteBatch& wb);
-  void QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb);
+  // Due at `not_before_ns` (0: now + the garbage delay).
+  void QueueGarbage(uint64_t ino, const pb::ChunkEntry& c, rocksdb::WriteBatch& wb,
+                    int64_t not_before_ns = 0);
   // Takes one name from `victim` (in `wb`): its nlink drops, and at zero it
   // becomes an orphan.
   Unlinked DropName(pb::Attr& victim, int64_t now, rocksdb::WriteBatch& wb);

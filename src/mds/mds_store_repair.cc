@@ -33,6 +33,22 @@ size_t MdsStore::RepairQueueSize() {
   return n;
 }
 
+std::vector<std::pair<uint64_t, pb::ChunkEntry>> MdsStore::ScanChunks(std::pair<uint64_t, uint64_t> after,
+                                                                      size_t max) {
+  std::lock_guard lk(mu_);
+  std::vector<std::pair<uint64_t, pb::ChunkEntry>> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
+  const std::string start = Chunk(after.first, after.second);
+  for (it->Seek(start); it->Valid() && it->key().starts_with("C") && out.size() < max; it->Next()) {
+    pb::ChunkEntry c;
+    if (it->key().size() != 17 || it->key() == rocksdb::Slice(start) ||
+        !c.ParseFromString(it->value().ToString()))
+      continue;
+    out.emplace_back(GetBe64(it->key().data() + 1), std::move(c));
+  }
+  return out;
+}
+
 Result<size_t> MdsStore::QueueChunksOn(uint32_t dss) {
   std::lock_guard lk(mu_);
   rocksdb::WriteBatch wb;

@@ -37,7 +37,9 @@ Repairer::Repairer(MdsStore& store, LeaseTable& leases, Cluster cluster, const C
       queued_(GetCounter("mds.repair_queued_chunks")),
       bytes_left_(GetCounter("mds.repair_bytes_left")),
       rate_(GetCounter("mds.repair_rate_bytes_per_s")),
-      gone_(GetCounter("mds.dss_gone")) {
+      gone_(GetCounter("mds.dss_gone")),
+      scrubbed_(GetCounter("mds.scrub_shards")),
+      scrub_bad_(GetCounter("mds.scrub_bad_shards")) {
   GetCounter("mds.repair_limit_bytes_per_s").Set(cfg.max_bytes_per_s);
 }
 
@@ -109,6 +111,52 @@ void Repairer::Pass(const std::atomic<bool>& stop) {
   if (still == 0) bytes_left_.Set(0);
   rate_.Set((moved_bytes_ - moved_before) * 1'000'000 / uint64_t(took_us));
   if (!waiting.empty()) LOG_WARN("repair: {} chunks still queued; last: {}", still, waiting);
+}
+
+bool Repairer::Scrub(const std::atomic<bool>& stop, size_t max_chunks) {
+  const std::set<uint32_t> gone = cluster_.gone();
+  auto chunks = store_.ScanChunks(scrub_after_, max_chunks);
+  for (auto& [ino, c] : chunks) {
+    if (stop) return false;
+    scrub_after_ = {ino, c.index()};
+    auto attr = store_.GetAttr(ino);
+    if (!attr) continue;
+    const uint64_t cap = layout::GeometryOf(attr->layout()).shard_capacity();
+    for (int s = 0; s < c.dss_size() && !stop; s++) {
+      const uint32_t d = c.dss(s);
+      net::RpcChannel* ch = d == layout::kNoDss || gone.count(d) ? nullptr : cluster_.channel(d);
+      if (!ch) continue;  // nothing stored, or already queued for repair
+      pb::ReadShardReq req;
+      *req.mutable_key() = layout::MakeShardKey(ino, c, uint32_t(s));
+      req.set_length(cap);
+      req.set_from_disk(true);
+      auto r = ch->Call(pb::M_READ_SHARD, req);
+      scrubbed_.Inc();
+      moved_bytes_ += cap;
+      Pace(cap, stop);
+      if (r || (r.error().code() != Code::kCorruption && r.error().code() != Code::kNotFound)) continue;
+      // NotFound of a version just replaced is a race with the writer,
+      // not a loss: only the chunk's current version counts.
+      auto h = store_.GetChunkHealth(ino, c.index());
+      if (!h || h->chunk.version() != c.version()) continue;
+      scrub_bad_.Inc();
+      LOG_WARN("scrub: shard {} of chunk {} v{} of inode {} on DSS {}: {}", s, c.index(), c.version(), ino, d,
+               r.error().message());
+      pb::ReportBadShardReq bad;
+      bad.set_ino(ino);
+      bad.set_index(c.index());
+      bad.set_version(c.version());
+      bad.set_shard(uint32_t(s));
+      bad.set_dss(d);
+      bad.set_reason("scrub: " + r.error().message());
+      (void)store_.RecordBadShard(bad);
+    }
+  }
+  if (chunks.size() < max_chunks) {
+    scrub_after_ = {0, 0};
+    return true;
+  }
+  return false;
 }
 
 rustfs::Status Repairer::RepairChunk(uint64_t ino, uint64_t index, const std::set<uint32_t>& gone,

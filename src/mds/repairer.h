@@ -20,7 +20,8 @@
 // Progress is published as MDS counters (gauges set by each pass):
 // mds.repair_queued_chunks, mds.repair_bytes_left (missing shards x shard
 // capacity), mds.repair_rate_bytes_per_s (read + written, last pass),
-// mds.repair_limit_bytes_per_s, mds.dss_gone; totals mds.repair_chunks and
+// mds.repair_limit_bytes_per_s, mds.dss_gone; totals mds.scrub_shards,
+// mds.scrub_bad_shards, mds.repair_chunks and
 // mds.repair_bytes_written. `rustfs repair status` prints them.
 //
 // Thread-safety: Pass() runs on one thread at a time.
@@ -57,6 +58,13 @@ class Repairer {
   // Works through the repair queue once; returns early when `stop` is set.
   void Pass(const std::atomic<bool>& stop);
 
+  // Scrub: reads every shard of up to `max_chunks` chunks from disk (past
+  // the hot tier; the DSS checks each 4 KiB block's CRC), continuing where
+  // the last call stopped; a shard that is corrupt or absent is recorded bad
+  // (and so queued for repair). Shares the byte budget with repair. Returns
+  // true when the walk wrapped around (a full pass is done).
+  bool Scrub(const std::atomic<bool>& stop, size_t max_chunks);
+
 
  private:
   // Repairs one chunk: Ok when nothing is missing any more (or the chunk
@@ -75,6 +83,7 @@ class Repairer {
   uint64_t budget_bytes_ = 0;
   uint64_t moved_bytes_ = 0;        // read + written, since the start
   std::set<uint32_t> queued_gone_;  // gone DSS whose chunks are queued already
+  std::pair<uint64_t, uint64_t> scrub_after_{0, 0};  // the walk's position
 
   Counter& chunks_repaired_;
   Counter& bytes_repaired_;
@@ -83,6 +92,8 @@ class Repairer {
   Counter& bytes_left_;
   Counter& rate_;
   Counter& gone_;
+  Counter& scrubbed_;
+  Counter& scrub_bad_;
 };
 
 }  // namespace rustfs::mds

@@ -1,4 +1,5 @@
 #include "net/rpc_channel.h"
+#include "net/wire_status.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -229,7 +230,7 @@ Result<RpcReply> TcpCall::Wait() {
   pb::RpcHeader hdr;
   if (!hdr.ParseFromString(hdr_bytes) || hdr.id() != id_) return fail("mismatched reply");
   channel_->Checkin(fd);
-  if (hdr.code() != 0) return Err(StatusFromWire(hdr.code(), hdr.error()));
+  if (hdr.code() != 0) return Err(FromWire(hdr.code(), hdr.error()));
   reply.body = std::move(*hdr.mutable_body());
   return reply;
 }

@@ -1,7 +1,11 @@
 #include "net/rpc_server.h"
+#include "net/wire_status.h"
 
 #include <asio.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+
+#include <atomic>
 
 #include "common/log.h"
 
@@ -11,6 +15,23 @@ using asio::ip::tcp;
 
 // Coroutine completion that yields (error_code, result) instead of throwing.
 constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+// What peers can make a server hold. Sizes a peer names are believed only
+// as far as bytes arrive: a frame's buffers grow by kReadStep as it comes
+// in, within kMaxFrameBytes (frame.h's limits) per connection and
+// kMaxHeldBytes over all connections at once.
+constexpr size_t kReadStep = 1 << 20;
+constexpr uint64_t kMaxHeldBytes = 1ull << 30;
+constexpr int kMaxConnections = 4096;
+// A frame that has started must arrive whole within this (a peer that
+// sends a prefix and stalls would otherwise pin its buffers forever).
+constexpr auto kFrameTimeout = std::chrono::seconds(30);
+// After a failed accept (EMFILE: out of descriptors), wait before the next
+// instead of spinning on the same error.
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+}  // namespace
 
 struct RpcServer::Impl {
   std::string name;
@@ -29,6 +50,9 @@ struct RpcServer::Impl {
   Counter& requests;
   Counter& bad_frames;
   Counter& delayed;  // replies held back by SetReplyDelay (emulation)
+  Counter& refused;  // connections closed for a limit: too many, too much held, too slow
+  std::atomic<int> connections{0};
+  std::atomic<uint64_t> held{0};  // frame bytes held by every connection
 
   Impl(std::string n, int t, Threading threading)
       : name(std::move(n)),
@@ -37,7 +61,8 @@ struct RpcServer::Impl {
         wire_received(GetCounter(name + ".wire_bytes_received")),
         requests(GetCounter(name + ".rpcs")),
         bad_frames(GetCounter(name + ".bad_frames")),
-        delayed(GetCounter(name + ".emulated_reply_delays")) {
+        delayed(GetCounter(name + ".emulated_reply_delays")),
+        refused(GetCounter(name + ".connections_refused")) {
     const int contexts = threading == Threading::kPerThread ? std::max(1, t) : 1;
     for (int i = 0; i < contexts; i++) {
       ios.push_back(std::make_unique<asio::io_context>(threading == Threading::kPerThread ? 1 : t));
@@ -51,10 +76,19 @@ struct RpcServer::Impl {
       auto [ec, sock] = co_await acceptor->async_accept(home, kTuple);
       if (ec) {
         if (ec == asio::error::operation_aborted) co_return;
-        continue;  // e.g. EMFILE: keep serving the connections we have
+        // e.g. EMFILE: keep serving the connections we have, retry later.
+        asio::steady_timer t(acceptor->get_executor(), kAcceptBackoff);
+        co_await t.async_wait(kTuple);
+        continue;
       }
-      sock.set_option(tcp::no_delay(true));
-      asio::co_spawn(home, Serve(std::move(sock)), asio::detached);
+      if (connections.load() >= kMaxConnections) {
+        refused.Inc();
+        continue;  // sock closes as it goes out of scope
+      }
+      asio::error_code ignored;
+      sock.set_option(tcp::no_delay(true), ignored);
+      connections++;
+      asio::co_spawn(home, Serve(std::move(sock)), [this](std::exception_ptr) { connections--; });
     }
   }
 
@@ -83,10 +117,61 @@ struct RpcServer::Impl {
     }
   }
 
+  // Reads into `buf` (grown by kReadStep as bytes arrive) until it holds
+  // `len` bytes, within `deadline`; what it allocates is counted in `held`
+  // (and in `mine`, this connection's share). False: the connection must
+  // close (peer gone, too slow, or the server holds too much already).
+  asio::awaitable<bool> ReadGrowing(tcp::socket& sock, std::string& buf, uint64_t len,
+                                    std::chrono::steady_clock::time_point deadline, uint64_t& mine) {
+    buf.clear();
+    while (buf.size() < len) {
+      const size_t have = buf.size(), step = size_t(std::min<uint64_t>(len - have, kReadStep));
+      if (held.fetch_add(step) + step > kMaxHeldBytes) {
+        held.fetch_sub(step);
+        refused.Inc();
+        LOG_WARN("{}: closing a connection: frames in flight hold more than {} bytes", name, kMaxHeldBytes);
+        co_return false;
+      }
+      mine += step;
+      buf.resize(have + step);
+      // Usually the bytes came with the prefix: take what is there without
+      // waiting (no timer on the common path), then wait for the rest.
+      size_t got = 0;
+      asio::error_code ec;
+      while (got < step && !ec) got += sock.read_some(asio::buffer(buf.data() + have + got, step - got), ec);
+      if (got == step) continue;
+      if (ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
+      asio::steady_timer t(sock.get_executor(), deadline);
+      auto r = co_await (asio::async_read(sock, asio::buffer(buf.data() + have + got, step - got), kTuple) ||
+                         t.async_wait(kTuple));
+      if (r.index() == 1) {
+        refused.Inc();
+        LOG_WARN("{}: closing a connection: a frame did not arrive within {} s", name,
+                 std::chrono::duration_cast<std::chrono::seconds>(kFrameTimeout).count());
+        co_return false;
+      }
+      if (std::get<0>(std::get<0>(r))) co_return false;  // peer closed
+    }
+    co_return true;
+  }
+
   asio::awaitable<void> Serve(tcp::socket sock) {
     uint8_t prefix[kPrefixBytes];
     std::string hdr_bytes, payload, rep_hdr_bytes;
+    uint64_t mine = 0;  // this connection's bytes in `held`
+    struct Release {    // gives them back however the coroutine ends
+      std::atomic<uint64_t>& held;
+      uint64_t& mine;
+      ~Release() { held.fetch_sub(mine); }
+    } release{held, mine};
+    asio::error_code nb_ec;
+    sock.non_blocking(true, nb_ec);  // for ReadGrowing's look at what has arrived
     for (;;) {
+      held.fetch_sub(mine);  // the previous frame's buffers are done with
+      mine = 0;
+      // A big frame's buffers are not kept for the next (small) ones.
+      if (payload.capacity() > 4 * kReadStep) std::string().swap(payload);
+      if (hdr_bytes.capacity() > 4 * kReadStep) std::string().swap(hdr_bytes);
       auto [ec, n] = co_await asio::async_read(sock, asio::buffer(prefix),
                                                kTuple);
       if (ec) co_return;  // peer closed
@@ -96,11 +181,10 @@ struct RpcServer::Impl {
         LOG_WARN("{}: closing connection: {}", name, p.error().ToString());
         co_return;
       }
-      hdr_bytes.resize(p->header_len);
-      payload.resize(p->payload_len);
-      std::array<asio::mutable_buffer, 2> in{asio::buffer(hdr_bytes), asio::buffer(payload)};
-      std::tie(ec, n) = co_await asio::async_read(sock, in, kTuple);
-      if (ec) co_return;
+      const auto deadline = std::chrono::steady_clock::now() + kFrameTimeout;
+      if (!co_await ReadGrowing(sock, hdr_bytes, p->header_len, deadline, mine) ||
+          !co_await ReadGrowing(sock, payload, p->payload_len, deadline, mine))
+        co_return;
       wire_received.Add(kPrefixBytes + p->header_len + p->payload_len);
       pb::RpcHeader req;
       if (!req.ParseFromString(hdr_bytes)) {

@@ -214,5 +214,23 @@ def random_file(path, size, seed):
             left -= n
 
 
+def flip_slot_bytes(cluster, dss):
+    """Flips one byte in the second 4 KiB block of every slot of DSS `dss`'s
+    data files ("<n>-<slot bytes>x<slots>.dat"), whichever slots hold
+    shards. Returns how many bytes it flipped."""
+    slots_dir = os.path.join(cluster.dir, f"dss-{dss}", "slots")
+    flipped = 0
+    for name in os.listdir(slots_dir):
+        slot_bytes, slots = (int(x) for x in name.split("-")[1].split(".")[0].split("x"))
+        with open(os.path.join(slots_dir, name), "r+b") as f:
+            for slot in range(slots):
+                f.seek(slot * slot_bytes + 4096 + 1234)
+                b = f.read(1)
+                f.seek(slot * slot_bytes + 4096 + 1234)
+                f.write(bytes([b[0] ^ 0x5A]))
+                flipped += 1
+    return flipped
+
+
 def files_equal(a, b):
     return subprocess.run(["cmp", a, b]).returncode == 0

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import time
 
-from conftest import RUSTFS, Cluster, counter, drop_caches, files_equal, random_file
+from conftest import RUSTFS, Cluster, counter, drop_caches, files_equal, flip_slot_bytes, random_file
 
 MiB = 1 << 20
 
@@ -167,5 +167,30 @@ def test_overwrite_moves_shards_off_a_down_server(tmp_root, tmp_path):
         c.kill("dss-4")
         drop_caches()
         assert files_equal(src, c.path("m.bin"))
+    finally:
+        c.down()
+
+
+def test_scrub_finds_corrupt_shards_and_repair_rewrites_them(tmp_root, tmp_path):
+    c = Cluster(tmp_root, config_edits=[("scrub_interval_s = 604800", "scrub_interval_s = 1")])
+    try:
+        src = tmp_path / "s.bin"
+        random_file(src, 8 * MiB, seed=60)
+        shutil.copyfile(src, c.path("s.bin"))
+        assert flip_slot_bytes(c, 0) > 0  # nobody reads the file: only scrub can notice
+        deadline = time.time() + 90
+        while True:
+            s = c.stats()
+            if (counter(s, "mds", "mds.scrub_bad_shards") > 0 and counter(s, "mds", "mds.repair_chunks") > 0
+                    and counter(s, "mds", "mds.repair_queued_chunks") == 0):
+                break
+            assert time.time() < deadline, repair_status(c) + c.log("mds")[-3000:]
+            time.sleep(0.5)
+        # DSS 0's shards were rewritten: with two other servers gone, reads
+        # need them, and they are right.
+        c.kill("dss-1")
+        c.kill("dss-2")
+        drop_caches()
+        assert files_equal(src, c.path("s.bin"))
     finally:
         c.down()

@@ -5,10 +5,11 @@ import shutil
 import socket
 import struct
 import subprocess
+import time
 
 import pytest
 
-from conftest import Cluster, counter, drop_caches, files_equal, random_file
+from conftest import Cluster, counter, drop_caches, files_equal, flip_slot_bytes, random_file
 
 MiB = 1 << 20
 
@@ -55,19 +56,7 @@ def test_corrupt_shard_is_detected_repaired_and_reported(cluster, tmp_path):
     src = tmp_path / "src.bin"
     random_file(src, 8 * MiB, seed=6)
     shutil.copyfile(src, cluster.path("c.bin"))
-    # Flip one byte in the second 4 KiB block of every slot of DSS 0's data
-    # files ("<n>-<slot bytes>x<slots>.dat"): whichever slots hold shards.
-    slots_dir = os.path.join(cluster.dir, "dss-0", "slots")
-    flipped = 0
-    for name in os.listdir(slots_dir):
-        slot_bytes, slots = (int(x) for x in name.split("-")[1].split(".")[0].split("x"))
-        with open(os.path.join(slots_dir, name), "r+b") as f:
-            for slot in range(slots):
-                f.seek(slot * slot_bytes + 4096 + 1234)
-                b = f.read(1)
-                f.seek(slot * slot_bytes + 4096 + 1234)
-                f.write(bytes([b[0] ^ 0x5A]))
-                flipped += 1
+    flipped = flip_slot_bytes(cluster, 0)
     assert flipped > 0
     before = cluster.stats()
     drop_caches()
@@ -104,27 +93,31 @@ def test_mds_sigkill_and_restart_keeps_every_file(cluster, tmp_path):
         assert f.read() == b"still writable"
 
 
-def test_enospc_fails_the_write_and_keeps_old_contents(tmp_root, tmp_path):
+def test_full_dss_takes_no_new_shards_and_a_full_cluster_says_enospc(tmp_root, tmp_path):
     small = []
 
-    def tiny_disk_for_dss3(c):
-        d = os.path.join(c.dir, "dss-3")
-        os.makedirs(d, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", d], check=True)
-        small.append(d)
+    def tiny_disks(c):
+        for i in (3, 4):
+            d = os.path.join(c.dir, f"dss-{i}")
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", d], check=True)
+            small.append(d)
 
-    c = Cluster(tmp_root, before_start=tiny_disk_for_dss3)
+    c = Cluster(tmp_root, before_start=tiny_disks)
     try:
         src = tmp_path / "old.bin"
         random_file(src, 8 * MiB, seed=7)
         shutil.copyfile(src, c.path("keep.bin"))
-        # Fill DSS 3 (every chunk has a shard there: 6 DSS, RS 4+2).
+        # DSS 3 and 4 fill up: each then takes no new shards, and with two
+        # of six full, RS 4+2 has fewer servers with room than
+        # layout.min_write_shards (5): writes fail with ENOSPC, not EIO.
         with pytest.raises(OSError) as e:
             with open(c.path("filler.bin"), "wb") as f:
-                for _ in range(200):
+                for _ in range(300):
                     f.write(os.urandom(MiB))
+                    f.flush()
         assert e.value.errno == 28, e.value
-        # Overwriting a published chunk now fails with ENOSPC too...
+        # Overwriting a published chunk fails with ENOSPC too...
         with pytest.raises(OSError) as e:
             with open(c.path("keep.bin"), "r+b") as f:
                 f.write(b"N" * (4 * MiB))
@@ -166,3 +159,154 @@ def test_malformed_frames_close_only_that_connection(cluster):
     drop_caches()
     with open(cluster.path("ok"), "rb") as f:
         assert f.read() == b"x" * 100000
+
+
+def _varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def _field(num, v):
+    """A protobuf field: varint for ints, length-delimited for bytes."""
+    if isinstance(v, int):
+        return _varint(num << 3) + _varint(v)
+    return _varint((num << 3) | 2) + _varint(len(v)) + v
+
+
+def _rpc(method, body, payload=b""):
+    hdr = _field(1, 7) + _field(2, method) + _field(5, body)
+    return struct.pack("<IIQ", 0x31534652, len(hdr), len(payload)) + hdr + payload
+
+
+def _reply_code(sock):
+    """The status code of the next reply frame on `sock` (0 = OK)."""
+    def recv_exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            assert chunk, "connection closed before the reply"
+            buf += chunk
+        return buf
+    magic, hlen, plen = struct.unpack("<IIQ", recv_exact(16))
+    assert magic == 0x31534652
+    hdr = recv_exact(hlen)
+    recv_exact(plen)
+    i = 0
+    while i < len(hdr):  # find field 3 (code), a varint
+        key = hdr[i]
+        i += 1
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v = 0
+            shift = 0
+            while True:
+                b = hdr[i]
+                i += 1
+                v |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+            if num == 3:
+                return v
+        else:
+            ln = hdr[i]
+            i += 1
+            i += ln
+    return 0
+
+
+M_READ_SHARD, M_BATCH_READ, M_WRITE_SHARD = 41, 43, 40
+
+
+def test_absurd_shard_ranges_are_refused_and_the_dss_keeps_serving(cluster):
+    host, port = cluster.dss_addr(2)
+    key = _field(1, 2) + _field(2, 0) + _field(3, 1) + _field(4, 0)
+    near_end = (1 << 64) - 4096
+    requests = [
+        # A read whose end wraps past 2^64 (used to spin a DSS thread).
+        (M_READ_SHARD, _field(1, key) + _field(2, near_end) + _field(3, 8192), b""),
+        (M_BATCH_READ, _field(1, _field(1, key) + _field(2, near_end) + _field(3, 4096)), b""),
+        # A shard bigger than any chunk, and an empty write far into it
+        # (used to allocate and write gigabytes of zeros).
+        (M_WRITE_SHARD, _field(1, key) + _field(3, 60 << 30) + _field(4, 64 << 30), b""),
+        (M_WRITE_SHARD, _field(1, key) + _field(3, 1 << 30) + _field(4, 1 << 30), b""),
+    ]
+    for method, body, payload in requests:
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(_rpc(method, body, payload))
+        assert _reply_code(s) == 1, method  # kInvalidArgument, promptly
+        s.close()
+    with open(cluster.path("still"), "wb") as f:
+        f.write(b"y" * 200000)
+    drop_caches()
+    with open(cluster.path("still"), "rb") as f:
+        assert f.read() == b"y" * 200000
+
+
+def _rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_frames_claiming_huge_sizes_do_not_make_the_server_allocate(cluster):
+    # 40 connections each announce a 16 MiB header and a 64 MiB payload and
+    # send nothing more: buffers grow only as bytes arrive, so the DSS does
+    # not hold 40 x 80 MiB (it did: 3 GiB resident).
+    host, port = cluster.dss_addr(0)
+    pid = cluster.pid("dss-0")
+    before = _rss_kib(pid)
+    socks = []
+    try:
+        for _ in range(40):
+            s = socket.create_connection((host, port), timeout=10)
+            s.sendall(struct.pack("<IIQ", 0x31534652, 16 << 20, 64 << 20) + b"\x08")
+            socks.append(s)
+        time.sleep(1)
+        grown_mib = (_rss_kib(pid) - before) / 1024
+        assert grown_mib < 256, f"DSS grew {grown_mib:.0f} MiB for frames that never came"
+        with open(cluster.path("alive"), "wb") as f:
+            f.write(b"z" * 50000)
+        with open(cluster.path("alive"), "rb") as f:
+            assert f.read() == b"z" * 50000
+    finally:
+        for s in socks:
+            s.close()
+
+
+PRELOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "src",
+                       "librustfs_preload.so")
+
+
+def test_willneed_on_a_huge_file_does_not_hurt_the_mount(cluster):
+    # WILLNEED of a whole 1 TiB file (length 0: to the end) reaches the
+    # daemon through the preload shim; prefetch is bounded by its budget and
+    # read in pieces (it used to allocate the whole range and die).
+    p = cluster.path("huge.sparse")
+    with open(p, "wb") as f:
+        f.truncate(1 << 40)
+        f.seek(12345)
+        f.write(b"data")
+    code = ("import os,sys,time\n"
+            "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)\n"
+            "os.posix_fadvise(fd, 1 << 39, 1 << 39, os.POSIX_FADV_WILLNEED)\n"
+            "time.sleep(1)\n"
+            "assert os.pread(fd, 4, 12345) == b'data'\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, p], env=dict(os.environ, LD_PRELOAD=PRELOAD),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    os.kill(cluster.pid("fuse"), 0)  # the daemon is alive
+    s = cluster.stats()
+    assert counter(s, "client", "client.hints_received") >= 2
+    with open(p, "rb") as f:
+        f.seek(12345)
+        assert f.read(4) == b"data"
