@@ -19,6 +19,7 @@
 
 #include "client/mds_client.h"
 #include "common/config.h"
+#include "net/auth.h"
 #include "net/rpc_channel.h"
 
 extern char** environ;
@@ -33,6 +34,15 @@ constexpr const char* kStatsXattr = "user.rustfs.stats";
 std::string SelfDir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
 std::string ConfigPath(const std::string& dir) { return dir + "/rustfs.toml"; }
+
+// The cluster's config, with its key in use for the connections to come.
+Result<Config> LoadClusterConfig(const std::string& dir) {
+  auto cfg = LoadConfigFile(ConfigPath(fs::absolute(dir)));
+  if (!cfg) return cfg;
+  RUSTFS_RETURN_ERR(net::UseClusterKey(cfg->cluster.key_file));
+  return cfg;
+}
+
 std::string PidPath(const std::string& dir, const std::string& name) {
   return dir + "/pids/" + name + ".pid";
 }
@@ -134,6 +144,9 @@ Status WriteClusterConfig(const UpOptions& o) {
   // production figures; here six servers and a client share one machine.
   c.fragment_cache.capacity = 1 * kGiB;
   c.dss_hot_tier.capacity = 256 * kMiB;
+  // Every connection of the cluster authenticates with this key (net/auth.h).
+  c.cluster.key_file = o.dir + "/cluster.key";
+  if (!fs::exists(c.cluster.key_file)) RUSTFS_RETURN_IF_ERROR(net::CreateClusterKey(c.cluster.key_file));
   RUSTFS_RETURN_IF_ERROR(ValidateConfig(c));
   std::ofstream(ConfigPath(o.dir)) << ConfigToToml(c);
   return Status::Ok();
@@ -150,7 +163,7 @@ int ClusterUp(UpOptions o) {
       return 2;
     }
   }
-  auto cfg = LoadConfigFile(cfg_path);
+  auto cfg = LoadClusterConfig(o.dir);
   if (!cfg) {
     std::cerr << "rustfs: " << cfg.error().message() << "\n";
     return 2;
@@ -262,7 +275,7 @@ std::map<std::string, uint64_t> ParseFlatJson(const std::string& s) {
 }
 
 int Stats(std::string dir, bool json) {
-  auto cfg = LoadConfigFile(ConfigPath(fs::absolute(dir)));
+  auto cfg = LoadClusterConfig(dir);
   if (!cfg) {
     std::cerr << "rustfs: " << cfg.error().message() << "\n";
     return 2;
@@ -309,7 +322,7 @@ int Stats(std::string dir, bool json) {
 
 // `rustfs repair status`: the MDS's repair gauges and totals (repairer.h).
 int RepairStatus(std::string dir) {
-  auto cfg = LoadConfigFile(ConfigPath(fs::absolute(dir)));
+  auto cfg = LoadClusterConfig(dir);
   if (!cfg) {
     std::cerr << "rustfs: " << cfg.error().message() << "\n";
     return 2;

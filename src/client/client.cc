@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include "net/auth.h"
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -32,6 +34,7 @@ Client::Client(const Config& cfg)
       app_reads_(GetCounter("client.app_reads")) {}
 
 Result<std::unique_ptr<Client>> Client::Create(const Config& cfg) {
+  RUSTFS_RETURN_ERR(net::UseClusterKey(cfg.cluster.key_file));
   std::unique_ptr<Client> c(new Client(cfg));
   RUSTFS_RETURN_ERR(c->Connect());
   RUSTFS_RETURN_ERR(c->RegisterSession());

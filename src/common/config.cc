@@ -46,6 +46,7 @@ constexpr std::string_view kDssSection = "dss";
 
 std::vector<Section> Schema(Config& c) {
   return {
+      {"cluster", {{"key_file", &c.cluster.key_file}}},
       {"mds",
        {{"address", &c.mds.address},
         {"data_dir", &c.mds.data_dir},

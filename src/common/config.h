@@ -29,6 +29,14 @@ struct DssEndpointConfig {
 };
 
 struct Config {
+  struct Cluster {
+    // The cluster key every connection authenticates with (net/auth.h): a
+    // file of mode 0600. Empty: connections are not authenticated.
+    // `rustfs cluster up` creates one and names it here.
+    std::string key_file;
+    bool operator==(const Cluster&) const = default;
+  } cluster;
+
   struct Mds {
     std::string address = "127.0.0.1:9400";
     std::string data_dir = "/var/lib/rustfs/mds";

@@ -1,4 +1,5 @@
 #include "dss/dss_service.h"
+#include "net/auth.h"
 #include "net/wire_status.h"
 
 #include <pthread.h>
@@ -32,6 +33,7 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   if (id >= cfg.dss.size())
     return Err(InvalidArgument("--id " + std::to_string(id) + " but [[dss]] lists " +
                                std::to_string(cfg.dss.size()) + " servers"));
+  RUSTFS_RETURN_ERR(net::UseClusterKey(cfg.cluster.key_file));
   std::unique_ptr<DssService> s(new DssService(cfg, id));
   // NUMA (LLD-002 §5.4): the threads that reap the disk's completions (the
   // RPC I/O threads: they submit and reap themselves) on a core of the

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "layout/layout_rules.h"
+#include "net/auth.h"
 #include "mds/handler_util.h"
 
 namespace rustfs::mds {
@@ -40,6 +41,7 @@ MdsService::MdsService(const Config& cfg)
 MdsService::~MdsService() { Stop(); }
 
 Result<std::unique_ptr<MdsService>> MdsService::Create(const Config& cfg) {
+  RUSTFS_RETURN_ERR(net::UseClusterKey(cfg.cluster.key_file));
   std::unique_ptr<MdsService> s(new MdsService(cfg));
   auto store = MdsStore::Open(cfg.mds.data_dir, LayoutFromConfig(cfg));
   if (!store) return Err(store.error());

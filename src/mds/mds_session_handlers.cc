@@ -44,9 +44,17 @@ void MdsService::RegisterSessionHandlers() {
   server_.Handle(pb::M_REGISTER_CLIENT,
                  Typed<pb::RegisterClientReq>([st, lt](const pb::RegisterClientReq& r)
                                                   -> Result<pb::RegisterClientReply> {
-    if (r.callback_address().empty()) return Err(InvalidArgument("empty callback address"));
+    // Revocations go back to the host that registered, whatever address
+    // it names: only the port is the client's to choose (else a peer could
+    // aim the MDS's callbacks at any host:port).
+    auto hp = net::SplitHostPort(r.callback_address());
+    if (!hp) return Err(hp.error());
+    const std::string& peer = net::CurrentPeerIp();
+    if (peer.empty()) return Err(Internal("no peer address for the registering connection"));
+    const std::string callback =
+        (peer.find(':') != std::string::npos ? "[" + peer + "]" : peer) + ":" + std::to_string(hp->second);
     pb::RegisterClientReply rep;
-    const uint64_t id = lt->Register(r.callback_address());
+    const uint64_t id = lt->Register(callback);
     for (uint64_t ino : r.open_inos())
       if (st->GetAttr(ino)) lt->AddRef(id, ino);
     rep.set_client_id(id);

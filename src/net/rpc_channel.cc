@@ -1,4 +1,5 @@
 #include "net/rpc_channel.h"
+#include "net/auth.h"
 #include "net/wire_status.h"
 
 #include <netdb.h>
@@ -82,6 +83,10 @@ Result<int> RpcChannel::Dial() {
   if (rc < 0) {
     ::close(fd);
     return Err(Unavailable("connect " + address_ + ": " + std::strerror(err)));
+  }
+  if (Status a = AuthenticateToServer(fd); !a.ok()) {
+    ::close(fd);
+    return Err(Status(a.code(), address_ + ": " + a.message()));
   }
   return fd;
 }

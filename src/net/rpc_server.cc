@@ -1,4 +1,5 @@
 #include "net/rpc_server.h"
+#include "net/auth.h"
 #include "net/wire_status.h"
 
 #include <asio.hpp>
@@ -6,6 +7,7 @@
 #include <asio/experimental/awaitable_operators.hpp>
 
 #include <atomic>
+#include <cstring>
 
 #include "common/log.h"
 
@@ -18,6 +20,7 @@ constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
+thread_local const std::string* t_peer_ip = nullptr;  // set around each Dispatch
 // What peers can make a server hold. Sizes a peer names are believed only
 // as far as bytes arrive: a frame's buffers grow by kReadStep as it comes
 // in, within kMaxFrameBytes (frame.h's limits) per connection and
@@ -51,6 +54,7 @@ struct RpcServer::Impl {
   Counter& bad_frames;
   Counter& delayed;  // replies held back by SetReplyDelay (emulation)
   Counter& refused;  // connections closed for a limit: too many, too much held, too slow
+  Counter& auth_refused;  // peers without the cluster key
   std::atomic<int> connections{0};
   std::atomic<uint64_t> held{0};  // frame bytes held by every connection
 
@@ -62,7 +66,8 @@ struct RpcServer::Impl {
         requests(GetCounter(name + ".rpcs")),
         bad_frames(GetCounter(name + ".bad_frames")),
         delayed(GetCounter(name + ".emulated_reply_delays")),
-        refused(GetCounter(name + ".connections_refused")) {
+        refused(GetCounter(name + ".connections_refused")),
+        auth_refused(GetCounter(name + ".auth_refused")) {
     const int contexts = threading == Threading::kPerThread ? std::max(1, t) : 1;
     for (int i = 0; i < contexts; i++) {
       ios.push_back(std::make_unique<asio::io_context>(threading == Threading::kPerThread ? 1 : t));
@@ -155,6 +160,31 @@ struct RpcServer::Impl {
     co_return true;
   }
 
+  // The server's half of the handshake (auth.h): challenge, check the
+  // client's proof, prove we hold the key too. False: close.
+  asio::awaitable<bool> Authenticate(tcp::socket& sock, uint64_t& mine) {
+    const Nonce ns = NewNonce();
+    uint8_t hello[4 + kNonceBytes];
+    std::memcpy(hello, &kAuthMagic, 4);
+    std::memcpy(hello + 4, ns.data(), ns.size());
+    auto [wec, wn] = co_await asio::async_write(sock, asio::buffer(hello), kTuple);
+    if (wec) co_return false;
+    std::string answer;
+    if (!co_await ReadGrowing(sock, answer, kNonceBytes + kProofBytes,
+                              std::chrono::steady_clock::now() + kFrameTimeout, mine))
+      co_return false;
+    Nonce nc;
+    std::memcpy(nc.data(), answer.data(), nc.size());
+    if (!ProofEquals(ClientProof(ns, nc), reinterpret_cast<const uint8_t*>(answer.data()) + kNonceBytes)) {
+      auth_refused.Inc();
+      LOG_WARN("{}: refused a connection that does not hold the cluster key", name);
+      co_return false;
+    }
+    const Proof ours = ServerProof(ns, nc);
+    auto [pec, pn] = co_await asio::async_write(sock, asio::buffer(ours), kTuple);
+    co_return !pec;
+  }
+
   asio::awaitable<void> Serve(tcp::socket sock) {
     uint8_t prefix[kPrefixBytes];
     std::string hdr_bytes, payload, rep_hdr_bytes;
@@ -164,8 +194,11 @@ struct RpcServer::Impl {
       uint64_t& mine;
       ~Release() { held.fetch_sub(mine); }
     } release{held, mine};
-    asio::error_code nb_ec;
+    asio::error_code nb_ec, ep_ec;
+    const auto ep = sock.remote_endpoint(ep_ec);
+    const std::string peer_ip = ep_ec ? std::string() : ep.address().to_string();
     sock.non_blocking(true, nb_ec);  // for ReadGrowing's look at what has arrived
+    if (AuthEnabled() && !co_await Authenticate(sock, mine)) co_return;
     for (;;) {
       held.fetch_sub(mine);  // the previous frame's buffers are done with
       mine = 0;
@@ -195,7 +228,9 @@ struct RpcServer::Impl {
       requests.Inc();
       pb::RpcHeader rep_hdr;
       RpcReply reply;
+      t_peer_ip = &peer_ip;
       Dispatch(req, payload, rep_hdr, reply);
+      t_peer_ip = nullptr;
       if (reply_delay.count() > 0) {
         asio::steady_timer t(sock.get_executor(), reply_delay);
         co_await t.async_wait(kTuple);
@@ -264,6 +299,11 @@ void RpcServer::Stop() {
 }
 
 uint16_t RpcServer::port() const { return impl_->acceptor->local_endpoint().port(); }
+
+const std::string& CurrentPeerIp() {
+  static const std::string kNone;
+  return t_peer_ip ? *t_peer_ip : kNone;
+}
 
 Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& address) {
   std::string host;

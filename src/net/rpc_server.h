@@ -63,6 +63,11 @@ class RpcServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Inside a handler: the IP address of the peer whose request it serves
+// (as the server's socket sees it, not as the peer claims). Empty outside
+// a handler.
+const std::string& CurrentPeerIp();
+
 // Parses "host:port" (IPv4 dotted or a name, or [v6]:port).
 Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& address);
 

@@ -1,6 +1,8 @@
 """Fixtures for end-to-end tests: real rustfs processes on loopback, a real
 FUSE mount, real fio. Every cluster a test starts is stopped (unmounted,
 processes killed by PID) when the test ends, pass or fail."""
+import hashlib
+import hmac
 import json
 import os
 import random
@@ -37,6 +39,15 @@ def free_port_block(n):
             for s in socks:
                 s.close()
     raise RuntimeError("no free port block")
+
+
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        assert chunk, f"connection closed after {len(buf)} of {n} bytes"
+        buf += chunk
+    return buf
 
 
 def drop_caches():
@@ -105,6 +116,20 @@ class Cluster:
 
     def path(self, *parts):
         return os.path.join(self.mnt, *parts)
+
+    def connect(self, addr, key=True):
+        """A TCP connection to a server of the cluster, past the cluster-key
+        handshake (net/auth.h) unless key is False."""
+        sock = socket.create_connection(addr, timeout=10)
+        if key:
+            with open(os.path.join(self.dir, "cluster.key")) as f:
+                k = f.read().strip().encode()
+            hello = recv_exact(sock, 36)
+            assert hello[:4] == b"RFSA", hello
+            ns, nc = hello[4:], os.urandom(32)
+            sock.sendall(nc + hmac.new(k, b"rustfs-client" + ns + nc, hashlib.sha256).digest())
+            assert recv_exact(sock, 32) == hmac.new(k, b"rustfs-server" + ns + nc, hashlib.sha256).digest()
+        return sock
 
     def dss_addr(self, i):
         return ("127.0.0.1", self.port + 1 + i)

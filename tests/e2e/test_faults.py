@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, counter, drop_caches, files_equal, flip_slot_bytes, random_file
+from conftest import Cluster, counter, drop_caches, files_equal, flip_slot_bytes, random_file, recv_exact
 
 MiB = 1 << 20
 
@@ -143,7 +143,7 @@ def test_malformed_frames_close_only_that_connection(cluster):
         struct.pack("<IIQ", 0x31534652, 5, 0) + b"\xff\xff\xff\xff\xff",  # unparsable header
     ]
     for frame in bad_frames:
-        s = socket.create_connection((host, port), timeout=5)
+        s = cluster.connect((host, port))
         s.sendall(frame)
         try:
             got = s.recv(100)  # EOF: closed by the server
@@ -186,17 +186,10 @@ def _rpc(method, body, payload=b""):
 
 def _reply_code(sock):
     """The status code of the next reply frame on `sock` (0 = OK)."""
-    def recv_exact(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            assert chunk, "connection closed before the reply"
-            buf += chunk
-        return buf
-    magic, hlen, plen = struct.unpack("<IIQ", recv_exact(16))
+    magic, hlen, plen = struct.unpack("<IIQ", recv_exact(sock, 16))
     assert magic == 0x31534652
-    hdr = recv_exact(hlen)
-    recv_exact(plen)
+    hdr = recv_exact(sock, hlen)
+    recv_exact(sock, plen)
     i = 0
     while i < len(hdr):  # find field 3 (code), a varint
         key = hdr[i]
@@ -238,7 +231,7 @@ def test_absurd_shard_ranges_are_refused_and_the_dss_keeps_serving(cluster):
         (M_WRITE_SHARD, _field(1, key) + _field(3, 1 << 30) + _field(4, 1 << 30), b""),
     ]
     for method, body, payload in requests:
-        s = socket.create_connection((host, port), timeout=10)
+        s = cluster.connect((host, port))
         s.sendall(_rpc(method, body, payload))
         assert _reply_code(s) == 1, method  # kInvalidArgument, promptly
         s.close()
@@ -267,7 +260,7 @@ def test_frames_claiming_huge_sizes_do_not_make_the_server_allocate(cluster):
     socks = []
     try:
         for _ in range(40):
-            s = socket.create_connection((host, port), timeout=10)
+            s = cluster.connect((host, port))
             s.sendall(struct.pack("<IIQ", 0x31534652, 16 << 20, 64 << 20) + b"\x08")
             socks.append(s)
         time.sleep(1)
@@ -310,3 +303,39 @@ def test_willneed_on_a_huge_file_does_not_hurt_the_mount(cluster):
     with open(p, "rb") as f:
         f.seek(12345)
         assert f.read(4) == b"data"
+
+
+def test_peers_without_the_cluster_key_are_refused(cluster):
+    # A peer that does not answer the challenge, or answers with another
+    # key, is disconnected before any request is served, and counted; the
+    # servers listen on loopback only.
+    targets = [cluster.dss_addr(0), ("127.0.0.1", cluster.port)]  # a DSS and the MDS
+    for addr in targets:
+        s = socket.create_connection(addr, timeout=10)
+        hello = recv_exact(s, 36)
+        assert hello[:4] == b"RFSA"
+        s.sendall(os.urandom(64))  # a nonce and a proof made without the key
+        s.settimeout(10)
+        try:
+            assert s.recv(100) == b""
+        except ConnectionResetError:
+            pass
+        s.close()
+        # A request sent straight away (no handshake) gets nowhere either.
+        s = socket.create_connection(addr, timeout=10)
+        s.sendall(_rpc(60, b"", b"x" * 100))  # M_STATS, longer than a handshake answer
+        recv_exact(s, 36)  # only the challenge comes back
+        try:
+            assert s.recv(100) == b""
+        except ConnectionResetError:
+            pass
+        s.close()
+    st = cluster.stats()
+    assert counter(st, "dss-0", "dss.auth_refused") >= 2
+    assert counter(st, "mds", "mds.auth_refused") >= 2
+    key = os.path.join(cluster.dir, "cluster.key")
+    assert os.stat(key).st_mode & 0o777 == 0o600
+    with open(os.path.join(cluster.dir, "rustfs.toml")) as f:
+        text = f.read()
+    assert f'key_file = "{key}"' in text
+    assert "0.0.0.0" not in text
