@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(
   build-essential cmake ninja-build pkg-config
-  libisal-dev liburing-dev libfuse3-dev fuse3 libasio-dev libssl-dev
+  libisal-dev liburing-dev libfuse3-dev fuse3 libasio-dev libssl-dev clang-19 libclang-rt-19-dev
   libprotobuf-dev protobuf-compiler librocksdb-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
