@@ -11,54 +11,6 @@
 
 namespace rustfs::dss {
 
-namespace {
-
-Status PwriteAll(int fd, const void* buf, size_t len, off_t off, const std::string& what) {
-  auto* p = static_cast<const char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::pwrite(fd, p, len, off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + what);
-    }
-    p += n;
-    len -= n;
-    off += n;
-  }
-  return Status::Ok();
-}
-
-Status PreadAll(int fd, void* buf, size_t len, off_t off, const std::string& what) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::pread(fd, p, len, off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + what);
-    }
-    if (n == 0) return Status(Code::kShortRead, "short read of " + what);
-    p += n;
-    len -= n;
-    off += n;
-  }
-  return Status::Ok();
-}
-
-// Copies [from, from + len) of one slot to the same range of another, in
-// the kernel (the bytes never cross into user space).
-Status CopyRange(const SlotFiles::Location& src, const SlotFiles::Location& dst, uint64_t from,
-                 uint64_t len) {
-  loff_t in = loff_t(src.offset + from), out = loff_t(dst.offset + from);
-  while (len > 0) {
-    ssize_t n = ::copy_file_range(src.fd, &in, dst.fd, &out, len, 0);
-    if (n < 0) return Status::FromErrno(errno, "copy base version");
-    if (n == 0) return Status(Code::kShortRead, "short copy of the base version");
-    len -= uint64_t(n);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 ShardStore::~ShardStore() = default;
 
@@ -67,7 +19,8 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& data_dir
                                                      const ShardStoreOptions& options) {
   if (options.max_capacity == 0 || options.max_capacity > kMaxCapacity)
     return Err(InvalidArgument("shard store max_capacity " + std::to_string(options.max_capacity)));
-  std::unique_ptr<ShardStore> st(new ShardStore(data_dir, std::move(engine)));
+  std::unique_ptr<ShardStore> st(
+      new ShardStore(data_dir, std::move(engine), options.io ? *options.io : DiskIo::Real()));
   st->max_capacity_ = options.max_capacity;
   auto files = SlotFiles::Open(data_dir + "/slots", options.data_file_bytes, st->engine_ != nullptr);
   if (!files) return Err(files.error());
@@ -96,14 +49,18 @@ Status ShardStore::BuildVersion(const ShardId& id, const ShardMeta* base, uint64
   meta.crcs.assign((meta.capacity + kBlock - 1) / kBlock, 0);
   meta.data_len = 0;
   if (base) {
-    // The base version's bytes outside the new ones, copied in the kernel.
     auto from = files_->Locate(base->slot);
     if (!from) return from.error();
     meta.crcs = base->crcs;
     meta.data_len = base->data_len;
     const uint64_t head = std::min(offset, base->data_len);
-    if (head) RUSTFS_RETURN_IF_ERROR(CopyRange(*from, *to, 0, head));
-    if (end < base->data_len) RUSTFS_RETURN_IF_ERROR(CopyRange(*from, *to, end, base->data_len - end));
+    // The base version's bytes outside the new ones, copied in the kernel
+    // (they never cross into user space).
+    auto copy = [&](uint64_t at, uint64_t len) {
+      return io_.Copy(from->fd, off_t(from->offset + at), to->fd, off_t(to->offset + at), len);
+    };
+    if (head) RUSTFS_RETURN_IF_ERROR(copy(0, head));
+    if (end < base->data_len) RUSTFS_RETURN_IF_ERROR(copy(end, base->data_len - end));
     disk_read_.Add(base->data_len - std::min(base->data_len, data.size()));
   }
   // Keep [0, data_len) contiguous and checksummed: a write past the current
@@ -114,7 +71,7 @@ Status ShardStore::BuildVersion(const ShardId& id, const ShardMeta* base, uint64
     static const uint32_t kZeroCrc = ec::Crc32c(kZeros.data(), kBlock);
     for (uint64_t at = meta.data_len; at < offset;) {
       const uint64_t n = std::min<uint64_t>(offset - at, kZeros.size());
-      RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, kZeros.data(), n, off_t(to->offset + at), path));
+      RUSTFS_RETURN_IF_ERROR(io_.Write(to->fd, kZeros.data(), n, off_t(to->offset + at), path));
       at += n;
     }
     for (uint64_t b = meta.data_len / kBlock; b < offset / kBlock; b++) meta.crcs[b] = kZeroCrc;
@@ -123,9 +80,9 @@ Status ShardStore::BuildVersion(const ShardId& id, const ShardMeta* base, uint64
   }
   for (uint64_t off = 0; off < data.size(); off += kBlock)
     meta.crcs[(offset + off) / kBlock] = ec::Crc32c(data.data() + off, kBlock);
-  RUSTFS_RETURN_IF_ERROR(PwriteAll(to->fd, data.data(), data.size(), off_t(to->offset + offset), path));
+  RUSTFS_RETURN_IF_ERROR(io_.Write(to->fd, data.data(), data.size(), off_t(to->offset + offset), path));
   meta.data_len = std::max(meta.data_len, end);
-  if (::fdatasync(to->fd) < 0) return Status::FromErrno(errno, "sync " + path);
+  RUSTFS_RETURN_IF_ERROR(io_.Sync(to->fd, path));
   disk_written_.Add(data.size());
   (void)id;
   return Status::Ok();
@@ -240,7 +197,7 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
       ops.push_back({p.loc.direct_fd, p.loc.offset + p.a_start, n, dst, 0});
       op_piece.push_back(i);
     } else {
-      reads[i].status = PreadAll(p.loc.fd, dst, n, off_t(p.loc.offset + p.a_start), *p.loc.path);
+      reads[i].status = io_.Read(p.loc.fd, dst, n, off_t(p.loc.offset + p.a_start), *p.loc.path);
     }
   }
   if (!ops.empty()) {
@@ -259,7 +216,7 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
                   kEngineFailuresToGiveUp, batch.ToString());
       for (size_t j = 0; j < ops.size(); j++) {
         const Piece& p = pieces[op_piece[j]];
-        reads[op_piece[j]].status = PreadAll(p.loc.fd, ops[j].dst, ops[j].length,
+        reads[op_piece[j]].status = io_.Read(p.loc.fd, ops[j].dst, ops[j].length,
                                              off_t(ops[j].offset), *p.loc.path);
       }
     }

@@ -29,6 +29,7 @@
 
 #include "common/metrics.h"
 #include "common/status.h"
+#include "dss/disk_io.h"
 #include "dss/random_read_engine.h"
 #include "dss/shard_index.h"
 #include "dss/slot_files.h"
@@ -51,6 +52,9 @@ struct ShardStoreOptions {
   // The largest shard a writer may ask for, bytes (<= kMaxCapacity): the
   // cluster's chunk size (a replicated chunk's shard is the whole chunk).
   uint64_t max_capacity = 1ull << 30;
+  // File I/O on the data files (not owned; must outlive the store).
+  // nullptr: the system's. Tests put a FaultyDiskIo here.
+  DiskIo* io = nullptr;
 };
 
 class ShardStore {
@@ -102,8 +106,9 @@ class ShardStore {
   Result<std::pair<std::string, uint64_t>> Locate(const ShardId& id) const;
 
  private:
-  ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine)
+  ShardStore(std::string dir, std::unique_ptr<RandomReadEngine> engine, DiskIo& io)
       : dir_(std::move(dir)),
+        io_(io),
         engine_(std::move(engine)),
         disk_read_(GetCounter("dss.disk_bytes_read")),
         disk_written_(GetCounter("dss.disk_bytes_written")),
@@ -115,6 +120,7 @@ class ShardStore {
                       ShardMeta& meta);
 
   std::string dir_;
+  DiskIo& io_;
   uint64_t max_capacity_ = kMaxCapacity;
   std::unique_ptr<RandomReadEngine> engine_;  // null: buffered reads only
   // Whole-batch engine failures: served buffered; this many in a row turn

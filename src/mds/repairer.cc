@@ -110,7 +110,12 @@ void Repairer::Pass(const std::atomic<bool>& stop) {
   queued_.Set(still);
   if (still == 0) bytes_left_.Set(0);
   rate_.Set((moved_bytes_ - moved_before) * 1'000'000 / uint64_t(took_us));
-  if (!waiting.empty()) LOG_WARN("repair: {} chunks still queued; last: {}", still, waiting);
+  // A chunk waiting for a server (one down within its grace) is retried
+  // every pass; saying so once a minute is enough.
+  if (!waiting.empty() && SteadyNowUs() - last_warned_us_ > 60'000'000) {
+    LOG_WARN("repair: {} chunks still queued; last: {}", still, waiting);
+    last_warned_us_ = SteadyNowUs();
+  }
 }
 
 bool Repairer::Scrub(const std::atomic<bool>& stop, size_t max_chunks) {

@@ -82,6 +82,7 @@ class Repairer {
   int64_t budget_start_us_ = 0;
   uint64_t budget_bytes_ = 0;
   uint64_t moved_bytes_ = 0;        // read + written, since the start
+  int64_t last_warned_us_ = 0;      // steady clock, of the last "still queued" warning
   std::set<uint32_t> queued_gone_;  // gone DSS whose chunks are queued already
   std::pair<uint64_t, uint64_t> scrub_after_{0, 0};  // the walk's position
 

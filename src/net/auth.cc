@@ -12,19 +12,20 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
-#include "common/fd_io.h"
+#include "common/clock.h"
 
 namespace rustfs::net {
 
 namespace {
 std::string g_key;  // written once by UseClusterKey, before any connection
 
-Proof Mac(const char* role, const Nonce& ns, const Nonce& nc) {
+Proof Mac(const char* role, std::string_view nonce_and_time) {
   std::string msg(role);
-  msg.append(reinterpret_cast<const char*>(ns.data()), ns.size());
-  msg.append(reinterpret_cast<const char*>(nc.data()), nc.size());
+  msg.append(nonce_and_time);
   Proof out{};
   unsigned int len = 0;
   HMAC(EVP_sha256(), g_key.data(), int(g_key.size()), reinterpret_cast<const unsigned char*>(msg.data()),
@@ -32,17 +33,6 @@ Proof Mac(const char* role, const Nonce& ns, const Nonce& nc) {
   return out;
 }
 
-bool WriteAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= size_t(w);
-  }
-  return true;
-}
 }  // namespace
 
 Status UseClusterKey(const std::string& key_file) {
@@ -86,38 +76,44 @@ Status CreateClusterKey(const std::string& path) {
   return ok ? Status::Ok() : Status::FromErrno(errno, "write cluster key " + path);
 }
 
-Nonce NewNonce() {
-  Nonce n{};
-  if (RAND_bytes(n.data(), int(n.size())) != 1) std::abort();  // no randomness: nothing is safe
-  return n;
+ClientHello MakeClientHello() {
+  ClientHello h{};
+  uint8_t* p = h.bytes.data();
+  std::memcpy(p, &kHelloMagic, 4);
+  if (RAND_bytes(p + 4, int(kNonceBytes)) != 1) std::abort();  // no randomness: nothing is safe
+  const int64_t t = RealtimeNowNs() / 1'000'000;
+  std::memcpy(p + 4 + kNonceBytes, &t, 8);
+  const std::string_view nt(reinterpret_cast<const char*>(p + 4), kNonceBytes + 8);
+  const Proof mine = Mac("rustfs-client", nt);
+  std::memcpy(p + 4 + kNonceBytes + 8, mine.data(), mine.size());
+  h.expect = Mac("rustfs-server", nt);
+  return h;
 }
 
-Proof ClientProof(const Nonce& ns, const Nonce& nc) { return Mac("rustfs-client", ns, nc); }
-Proof ServerProof(const Nonce& ns, const Nonce& nc) { return Mac("rustfs-server", ns, nc); }
-
-bool ProofEquals(const Proof& a, const uint8_t* b) { return CRYPTO_memcmp(a.data(), b, a.size()) == 0; }
-
-Status AuthenticateToServer(int fd) {
-  if (!AuthEnabled()) return Status::Ok();
-  uint8_t hello[4 + kNonceBytes];
-  if (!ReadFull(fd, hello, sizeof hello))
-    return Unavailable("authentication: the server sent no challenge (is it another cluster's, or keyless?)");
+Result<Proof> CheckClientHello(const uint8_t* hello) {
   uint32_t magic;
   std::memcpy(&magic, hello, 4);
-  if (magic != kAuthMagic) return Unavailable("authentication: the server's challenge is malformed");
-  Nonce ns, nc = NewNonce();
-  std::memcpy(ns.data(), hello + 4, ns.size());
-  const Proof mine = ClientProof(ns, nc);
-  uint8_t out[kNonceBytes + kProofBytes];
-  std::memcpy(out, nc.data(), nc.size());
-  std::memcpy(out + nc.size(), mine.data(), mine.size());
-  if (!WriteAll(fd, out, sizeof out)) return Unavailable("authentication: send failed");
-  uint8_t theirs[kProofBytes];
-  if (!ReadFull(fd, theirs, sizeof theirs))
-    return Unavailable("authentication refused by the server (wrong cluster key?)");
-  if (!ProofEquals(ServerProof(ns, nc), theirs))
-    return Unavailable("authentication: the server does not hold the cluster key");
-  return Status::Ok();
+  if (magic != kHelloMagic) return Err({Code::kPermission, "no cluster-key hello"});
+  const std::string_view nt(reinterpret_cast<const char*>(hello + 4), kNonceBytes + 8);
+  if (!ProofEquals(Mac("rustfs-client", nt), hello + 4 + kNonceBytes + 8))
+    return Err({Code::kPermission, "wrong cluster key"});
+  int64_t t;
+  std::memcpy(&t, hello + 4 + kNonceBytes, 8);
+  const int64_t now = RealtimeNowNs() / 1'000'000;
+  if (t < now - kMaxSkewMs || t > now + kMaxSkewMs)
+    return Err({Code::kPermission, "hello stamped " + std::to_string((t - now) / 1000) + " s off this clock"});
+  {
+    // Nonces seen within the window: a recorded hello replayed is refused.
+    static std::mutex mu;
+    static std::map<std::string, int64_t> seen;  // nonce -> when it may be forgotten (ms)
+    std::lock_guard lk(mu);
+    for (auto it = seen.begin(); it != seen.end();) it = it->second < now ? seen.erase(it) : std::next(it);
+    if (!seen.emplace(std::string(nt.substr(0, kNonceBytes)), now + 2 * kMaxSkewMs).second)
+      return Err({Code::kPermission, "replayed hello"});
+  }
+  return Mac("rustfs-server", nt);
 }
+
+bool ProofEquals(const Proof& a, const uint8_t* b) { return CRYPTO_memcmp(a.data(), b, a.size()) == 0; }
 
 }  // namespace rustfs::net

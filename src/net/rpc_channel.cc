@@ -84,9 +84,18 @@ Result<int> RpcChannel::Dial() {
     ::close(fd);
     return Err(Unavailable("connect " + address_ + ": " + std::strerror(err)));
   }
-  if (Status a = AuthenticateToServer(fd); !a.ok()) {
-    ::close(fd);
-    return Err(Status(a.code(), address_ + ": " + a.message()));
+  // The cluster-key hello goes out now, ahead of the first request; the
+  // server's proof is read before that request's reply (TcpCall::Wait).
+  std::lock_guard lk(mu_);
+  if (AuthEnabled()) {
+    const ClientHello h = MakeClientHello();
+    if (::send(fd, h.bytes.data(), h.bytes.size(), MSG_NOSIGNAL) != ssize_t(h.bytes.size())) {
+      ::close(fd);
+      return Err(Unavailable("send to " + address_ + " failed"));
+    }
+    proof_due_[fd] = h.expect;
+  } else {
+    proof_due_.erase(fd);
   }
   return fd;
 }
@@ -141,6 +150,15 @@ Result<int> RpcChannel::Checkout() {
   return Dial();
 }
 
+std::optional<Proof> RpcChannel::TakeProofDue(int fd) {
+  std::lock_guard lk(mu_);
+  auto it = proof_due_.find(fd);
+  if (it == proof_due_.end()) return std::nullopt;
+  Proof p = it->second;
+  proof_due_.erase(it);
+  return p;
+}
+
 void RpcChannel::Checkin(int fd) {
   std::lock_guard lk(mu_);
   idle_.push_back(fd);
@@ -152,7 +170,10 @@ class TcpCall final : public CallState {
  public:
   TcpCall(RpcChannel* channel, int fd, uint64_t id) : channel_(channel), fd_(fd), id_(id) {}
   ~TcpCall() override {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {  // abandoned (hedged away): the connection goes
+      (void)channel_->TakeProofDue(fd_);
+      ::close(fd_);
+    }
   }
   bool Ready(int timeout_ms) override;
   Result<RpcReply> Wait() override;
@@ -221,6 +242,11 @@ Result<RpcReply> TcpCall::Wait() {
     return Err(Unavailable(why + " from " + channel_->address_));
   };
   SpinForReply(fd);
+  if (auto due = channel_->TakeProofDue(fd)) {  // the first reply on a new connection
+    uint8_t theirs[kProofBytes];
+    if (!ReadFull(fd, theirs, sizeof theirs)) return fail("refused (wrong cluster key?)");
+    if (!ProofEquals(*due, theirs)) return fail("a server without the cluster key answered");
+  }
   uint8_t prefix[kPrefixBytes];
   if (!ReadFull(fd, prefix, kPrefixBytes)) return fail("no reply");
   auto p = DecodePrefix(prefix);

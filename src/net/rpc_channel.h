@@ -12,12 +12,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/metrics.h"
 #include "common/status.h"
+#include "net/auth.h"
 #include "net/frame.h"
 
 namespace rustfs::net {
@@ -100,11 +103,16 @@ class RpcChannel : public Transport {
   Result<int> Checkout();
   void Checkin(int fd);
   Result<int> Dial();
+  // The server proof a new connection still owes (auth.h), taken once.
+  std::optional<Proof> TakeProofDue(int fd);
 
   std::string address_;
   int timeout_ms_;
   std::mutex mu_;
   std::vector<int> idle_;  // idle connections, most recently used last
+  // New connections whose server proof is not read yet (its first reply).
+  // A closed fd's entry is overwritten when the number is dialled again.
+  std::unordered_map<int, Proof> proof_due_;
   uint64_t next_id_ = 1;
   Counter& wire_sent_;
   Counter& wire_received_;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "common/log.h"
 
@@ -160,29 +161,21 @@ struct RpcServer::Impl {
     co_return true;
   }
 
-  // The server's half of the handshake (auth.h): challenge, check the
-  // client's proof, prove we hold the key too. False: close.
-  asio::awaitable<bool> Authenticate(tcp::socket& sock, uint64_t& mine) {
-    const Nonce ns = NewNonce();
-    uint8_t hello[4 + kNonceBytes];
-    std::memcpy(hello, &kAuthMagic, 4);
-    std::memcpy(hello + 4, ns.data(), ns.size());
-    auto [wec, wn] = co_await asio::async_write(sock, asio::buffer(hello), kTuple);
-    if (wec) co_return false;
-    std::string answer;
-    if (!co_await ReadGrowing(sock, answer, kNonceBytes + kProofBytes,
-                              std::chrono::steady_clock::now() + kFrameTimeout, mine))
-      co_return false;
-    Nonce nc;
-    std::memcpy(nc.data(), answer.data(), nc.size());
-    if (!ProofEquals(ClientProof(ns, nc), reinterpret_cast<const uint8_t*>(answer.data()) + kNonceBytes)) {
+  // The server's half of the cluster-key handshake (auth.h): checks the
+  // client's hello and gives the proof it is owed, sent ahead of the first
+  // reply (not at once: a client polling for that reply must not mistake
+  // the proof for it). nullopt: close.
+  asio::awaitable<std::optional<Proof>> Authenticate(tcp::socket& sock, uint64_t& mine) {
+    std::string hello;
+    if (!co_await ReadGrowing(sock, hello, kHelloBytes, std::chrono::steady_clock::now() + kFrameTimeout, mine))
+      co_return std::nullopt;
+    auto proof = CheckClientHello(reinterpret_cast<const uint8_t*>(hello.data()));
+    if (!proof) {
       auth_refused.Inc();
-      LOG_WARN("{}: refused a connection that does not hold the cluster key", name);
-      co_return false;
+      LOG_WARN("{}: refused a connection: {}", name, proof.error().message());
+      co_return std::nullopt;
     }
-    const Proof ours = ServerProof(ns, nc);
-    auto [pec, pn] = co_await asio::async_write(sock, asio::buffer(ours), kTuple);
-    co_return !pec;
+    co_return *proof;
   }
 
   asio::awaitable<void> Serve(tcp::socket sock) {
@@ -198,7 +191,11 @@ struct RpcServer::Impl {
     const auto ep = sock.remote_endpoint(ep_ec);
     const std::string peer_ip = ep_ec ? std::string() : ep.address().to_string();
     sock.non_blocking(true, nb_ec);  // for ReadGrowing's look at what has arrived
-    if (AuthEnabled() && !co_await Authenticate(sock, mine)) co_return;
+    std::optional<Proof> owed;  // our proof, sent with the first reply
+    if (AuthEnabled()) {
+      owed = co_await Authenticate(sock, mine);
+      if (!owed) co_return;
+    }
     for (;;) {
       held.fetch_sub(mine);  // the previous frame's buffers are done with
       mine = 0;
@@ -239,8 +236,12 @@ struct RpcServer::Impl {
       rep_hdr.SerializeToString(&rep_hdr_bytes);
       uint8_t out_prefix[kPrefixBytes];
       EncodePrefix({uint32_t(rep_hdr_bytes.size()), reply.payload.size()}, out_prefix);
-      std::array<asio::const_buffer, 3> out{asio::buffer(out_prefix), asio::buffer(rep_hdr_bytes),
-                                            asio::buffer(reply.payload)};
+      Proof proof{};
+      const size_t proof_len = owed ? kProofBytes : 0;
+      if (owed) proof = *owed;
+      owed.reset();
+      std::array<asio::const_buffer, 4> out{asio::buffer(proof.data(), proof_len), asio::buffer(out_prefix),
+                                            asio::buffer(rep_hdr_bytes), asio::buffer(reply.payload)};
       std::tie(ec, n) = co_await asio::async_write(sock, out, kTuple);
       if (ec) co_return;
       wire_sent.Add(n);

@@ -9,6 +9,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -118,18 +119,22 @@ class Cluster:
         return os.path.join(self.mnt, *parts)
 
     def connect(self, addr, key=True):
-        """A TCP connection to a server of the cluster, past the cluster-key
-        handshake (net/auth.h) unless key is False."""
+        """A TCP connection to a server of the cluster with the cluster-key
+        hello (net/auth.h) sent, unless key is False. The server's proof
+        comes back ahead of the first reply: read it with read_proof."""
         sock = socket.create_connection(addr, timeout=10)
         if key:
-            with open(os.path.join(self.dir, "cluster.key")) as f:
-                k = f.read().strip().encode()
-            hello = recv_exact(sock, 36)
-            assert hello[:4] == b"RFSA", hello
-            ns, nc = hello[4:], os.urandom(32)
-            sock.sendall(nc + hmac.new(k, b"rustfs-client" + ns + nc, hashlib.sha256).digest())
-            assert recv_exact(sock, 32) == hmac.new(k, b"rustfs-server" + ns + nc, hashlib.sha256).digest()
+            sock.sendall(self.hello()[0])
         return sock
+
+    def hello(self, key=None):
+        """A client hello and the proof the server owes for it."""
+        if key is None:
+            with open(os.path.join(self.dir, "cluster.key")) as f:
+                key = f.read().strip().encode()
+        nt = os.urandom(32) + struct.pack("<q", int(time.time() * 1000))
+        return (b"RFSC" + nt + hmac.new(key, b"rustfs-client" + nt, hashlib.sha256).digest(),
+                hmac.new(key, b"rustfs-server" + nt, hashlib.sha256).digest())
 
     def dss_addr(self, i):
         return ("127.0.0.1", self.port + 1 + i)

@@ -132,6 +132,25 @@ def test_full_dss_takes_no_new_shards_and_a_full_cluster_says_enospc(tmp_root, t
             subprocess.run(["umount", "-l", d])
 
 
+def _still_serves(cluster, name, data):
+    """The cluster still writes and reads a file through the mount."""
+    with open(cluster.path(name), "wb") as f:
+        f.write(data)
+    drop_caches()
+    with open(cluster.path(name), "rb") as f:
+        assert f.read() == data
+
+
+def _closed_by_server(sock):
+    """True when the server closes `sock` (EOF, or a reset because our
+    unread bytes were still queued) without sending anything more."""
+    sock.settimeout(10)
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:
+        return True
+
+
 def test_malformed_frames_close_only_that_connection(cluster):
     host, port = cluster.dss_addr(1)
     # Garbage, a valid magic with an absurd header length, and a payload
@@ -145,20 +164,12 @@ def test_malformed_frames_close_only_that_connection(cluster):
     for frame in bad_frames:
         s = cluster.connect((host, port))
         s.sendall(frame)
-        try:
-            got = s.recv(100)  # EOF: closed by the server
-        except ConnectionResetError:
-            got = b""  # closed with our unread bytes still queued: also closed
-        assert got == b"", frame
+        assert _closed_by_server(s), frame
         s.close()
     # The server keeps serving: stats and file reads still work.
     st = cluster.stats()
     assert counter(st, "dss-1", "dss.bad_frames") >= len(bad_frames)
-    with open(cluster.path("ok"), "wb") as f:
-        f.write(b"x" * 100000)
-    drop_caches()
-    with open(cluster.path("ok"), "rb") as f:
-        assert f.read() == b"x" * 100000
+    _still_serves(cluster, "ok", b"x" * 100000)
 
 
 def _varint(v):
@@ -184,8 +195,11 @@ def _rpc(method, body, payload=b""):
     return struct.pack("<IIQ", 0x31534652, len(hdr), len(payload)) + hdr + payload
 
 
-def _reply_code(sock):
-    """The status code of the next reply frame on `sock` (0 = OK)."""
+def _reply_code(sock, first=True):
+    """The status code of the next reply frame on `sock` (0 = OK); the
+    first reply on a connection comes after the server's 32-byte proof."""
+    if first:
+        recv_exact(sock, 32)
     magic, hlen, plen = struct.unpack("<IIQ", recv_exact(sock, 16))
     assert magic == 0x31534652
     hdr = recv_exact(sock, hlen)
@@ -235,11 +249,7 @@ def test_absurd_shard_ranges_are_refused_and_the_dss_keeps_serving(cluster):
         s.sendall(_rpc(method, body, payload))
         assert _reply_code(s) == 1, method  # kInvalidArgument, promptly
         s.close()
-    with open(cluster.path("still"), "wb") as f:
-        f.write(b"y" * 200000)
-    drop_caches()
-    with open(cluster.path("still"), "rb") as f:
-        assert f.read() == b"y" * 200000
+    _still_serves(cluster, "still", b"y" * 200000)
 
 
 def _rss_kib(pid):
@@ -266,10 +276,7 @@ def test_frames_claiming_huge_sizes_do_not_make_the_server_allocate(cluster):
         time.sleep(1)
         grown_mib = (_rss_kib(pid) - before) / 1024
         assert grown_mib < 256, f"DSS grew {grown_mib:.0f} MiB for frames that never came"
-        with open(cluster.path("alive"), "wb") as f:
-            f.write(b"z" * 50000)
-        with open(cluster.path("alive"), "rb") as f:
-            assert f.read() == b"z" * 50000
+        _still_serves(cluster, "alive", b"z" * 50000)
     finally:
         for s in socks:
             s.close()
@@ -306,33 +313,28 @@ def test_willneed_on_a_huge_file_does_not_hurt_the_mount(cluster):
 
 
 def test_peers_without_the_cluster_key_are_refused(cluster):
-    # A peer that does not answer the challenge, or answers with another
-    # key, is disconnected before any request is served, and counted; the
-    # servers listen on loopback only.
+    # A peer whose hello is made with another key, is replayed, or is not a
+    # hello at all (a request sent straight away) is disconnected before any
+    # request is served, and counted; the servers listen on loopback only.
     targets = [cluster.dss_addr(0), ("127.0.0.1", cluster.port)]  # a DSS and the MDS
+    stats_req = _rpc(60, b"", b"x" * 100)  # M_STATS, longer than a hello
     for addr in targets:
-        s = socket.create_connection(addr, timeout=10)
-        hello = recv_exact(s, 36)
-        assert hello[:4] == b"RFSA"
-        s.sendall(os.urandom(64))  # a nonce and a proof made without the key
-        s.settimeout(10)
-        try:
-            assert s.recv(100) == b""
-        except ConnectionResetError:
-            pass
+        good, proof = cluster.hello()
+        s = cluster.connect(addr, key=False)
+        s.sendall(good + stats_req)
+        assert recv_exact(s, 32) == proof  # the server holds the key too
+        assert _reply_code(s, first=False) == 0
         s.close()
-        # A request sent straight away (no handshake) gets nowhere either.
-        s = socket.create_connection(addr, timeout=10)
-        s.sendall(_rpc(60, b"", b"x" * 100))  # M_STATS, longer than a handshake answer
-        recv_exact(s, 36)  # only the challenge comes back
-        try:
-            assert s.recv(100) == b""
-        except ConnectionResetError:
-            pass
-        s.close()
+        for hello in [cluster.hello(key=b"k" * 64)[0],  # another cluster's key
+                      good,                              # a replay of a hello already used
+                      b""]:                              # no hello
+            s = cluster.connect(addr, key=False)
+            s.sendall(hello + stats_req)
+            assert _closed_by_server(s), hello[:8]
+            s.close()
     st = cluster.stats()
-    assert counter(st, "dss-0", "dss.auth_refused") >= 2
-    assert counter(st, "mds", "mds.auth_refused") >= 2
+    assert counter(st, "dss-0", "dss.auth_refused") >= 3
+    assert counter(st, "mds", "mds.auth_refused") >= 3
     key = os.path.join(cluster.dir, "cluster.key")
     assert os.stat(key).st_mode & 0o777 == 0o600
     with open(os.path.join(cluster.dir, "rustfs.toml")) as f:

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Fault matrix: a workload with continuous verification while faults are
 injected one at a time and then in pairs (up to M = 2), on a real cluster
-(MDS, six DSS with RS 4+2, FUSE mount) on loopback.
+(MDS, six DSS with RS 4+2, FUSE mount) on loopback: SIGKILL, SIGSTOP,
+restart, restart with the data folder wiped, bit flips in stored shards,
+the MDS killed and restarted, and a network cut (a DSS in a network
+namespace of its own, its veth link taken down and up). A full disk is
+tests/e2e/test_faults.py's; disk faults in-process are
+tests/unit/shard_store_fault_test.cc's (FaultyDiskIo).
 
 Each case starts a fresh cluster, writes and fsyncs files (keeping a local
 copy of each), injects its faults while the workload goes on, recovers
@@ -29,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from conftest import Cluster, drop_caches, flip_slot_bytes  # noqa: E402
+from conftest import BIN, Cluster, drop_caches, flip_slot_bytes  # noqa: E402
 
 MiB = 1 << 20
 
@@ -89,10 +94,60 @@ def kill_mds():
     return f
 
 
-SINGLE = [kill_dss(1), stop_dss(2), restart_dss(3), wipe_dss(4), flip_bits(0), kill_mds()]
+class NetCut:
+    """DSS `i` runs in a network namespace of its own, joined to the host by
+    a veth pair (the MDS listens on the host's end); the fault takes the
+    link down, so its packets vanish (no reset: peers see timeouts), and
+    brings it back up afterwards."""
+
+    def __init__(self, i):
+        self.i = i
+        self.ns = f"rfs-cut-{os.getpid()}"
+        self.host_if, self.ns_if = f"rfc{os.getpid() % 100000}a", f"rfc{os.getpid() % 100000}b"
+        self.__name__ = f"network cut dss-{i}"
+
+    def setup(self, c):
+        """Before the cluster starts (Cluster's before_start)."""
+        def ip(*args):
+            subprocess.run(["ip"] + list(args), check=True, capture_output=True)
+        ip("netns", "add", self.ns)
+        ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        ip("link", "set", self.ns_if, "netns", self.ns)
+        ip("addr", "add", "10.77.0.1/24", "dev", self.host_if)
+        ip("link", "set", self.host_if, "up")
+        for args in (["addr", "add", "10.77.0.2/24", "dev", self.ns_if], ["link", "set", self.ns_if, "up"],
+                     ["link", "set", "lo", "up"]):
+            ip("netns", "exec", self.ns, "ip", *args)
+        toml = os.path.join(c.dir, "rustfs.toml")
+        with open(toml) as f:
+            text = f.read()
+        text = text.replace(f'"127.0.0.1:{c.port}"', f'"10.77.0.1:{c.port}"')
+        text = text.replace(f'"127.0.0.1:{c.port + 1 + self.i}"', f'"10.77.0.2:{c.port + 1 + self.i}"')
+        with open(toml, "w") as f:
+            f.write(text)
+        # Started here, inside the namespace; `cluster up` sees its PID file
+        # and leaves it be (and `cluster down` stops it like the others).
+        os.makedirs(os.path.join(c.dir, "logs"), exist_ok=True)
+        os.makedirs(os.path.join(c.dir, "pids"), exist_ok=True)
+        log = open(os.path.join(c.dir, "logs", f"dss-{self.i}.log"), "ab")
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns, os.path.join(BIN, "rustfs-dss"), "--config", toml,
+                              "--id", str(self.i)], stdout=log, stderr=log, start_new_session=True)
+        with open(os.path.join(c.dir, "pids", f"dss-{self.i}.pid"), "w") as f:
+            f.write(str(p.pid))
+
+    def __call__(self, c):
+        subprocess.run(["ip", "link", "set", self.host_if, "down"], check=True)
+        return lambda: subprocess.run(["ip", "link", "set", self.host_if, "up"], check=True)
+
+    def cleanup(self):
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+
+
+SINGLE = [kill_dss(1), stop_dss(2), restart_dss(3), wipe_dss(4), flip_bits(0), kill_mds(), NetCut(5)]
 PAIRS = [(kill_dss(1), kill_dss(4)), (stop_dss(0), kill_dss(3)), (wipe_dss(2), flip_bits(5)),
-         (kill_dss(5), kill_mds())]
-QUICK = [[kill_dss(1)], [wipe_dss(4)], [flip_bits(0)], [kill_dss(1), kill_dss(4)]]
+         (kill_dss(5), kill_mds()), (NetCut(5), kill_dss(2))]
+QUICK = [[kill_dss(1)], [wipe_dss(4)], [flip_bits(0)], [NetCut(5)], [kill_dss(1), kill_dss(4)]]
 
 
 class Workload:
@@ -149,8 +204,15 @@ class Workload:
 
 
 def run_case(faults, seed, root):
-    c = Cluster(os.path.join(root, "c"), config_edits=[
-        ("heartbeat_timeout_ms = 5000", "heartbeat_timeout_ms = 1500")])
+    cuts = [f for f in faults if isinstance(f, NetCut)]
+    try:
+        c = Cluster(os.path.join(root, "c"), config_edits=[
+            ("heartbeat_timeout_ms = 5000", "heartbeat_timeout_ms = 1500")],
+            before_start=lambda c: [f.setup(c) for f in cuts])
+    except BaseException:
+        for f in cuts:
+            f.cleanup()
+        raise
     local = os.path.join(root, "local")
     os.makedirs(local)
     try:
@@ -182,6 +244,8 @@ def run_case(faults, seed, root):
                 "verified": w.verified, "wrong": w.wrong, "lost": lost}
     finally:
         c.down()
+        for f in cuts:
+            f.cleanup()
 
 
 def main():
