@@ -13,7 +13,7 @@
 // reply, so a connection costs no extra round trip and a stalled server
 // stalls only calls, which hedging already handles (a challenge the client
 // had to wait for would block in connect instead). Freshness instead of a
-// server challenge: the server refuses a t more than kMaxSkew from its own
+// server challenge: the server refuses a t more than kMaxSkewMs from its own
 // clock and an Nc it has seen within that window (replays). A peer whose
 // hello is wrong (no key, another cluster's key, replayed, garbage) is
 // disconnected before any request is served, and counted

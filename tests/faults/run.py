@@ -3,9 +3,9 @@
 injected one at a time and then in pairs (up to M = 2), on a real cluster
 (MDS, six DSS with RS 4+2, FUSE mount) on loopback: SIGKILL, SIGSTOP,
 restart, restart with the data folder wiped, bit flips in stored shards,
-the MDS killed and restarted, and a network cut (a DSS in a network
-namespace of its own, its veth link taken down and up). A full disk is
-tests/e2e/test_faults.py's; disk faults in-process are
+the MDS killed and restarted, a network cut (a DSS in a network namespace
+of its own, its veth link taken down and up) and a full disk (a DSS's
+small tmpfs filled with ballast). Disk faults in-process are
 tests/unit/shard_store_fault_test.cc's (FaultyDiskIo).
 
 Each case starts a fresh cluster, writes and fsyncs files (keeping a local
@@ -144,9 +144,33 @@ class NetCut:
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
 
 
-SINGLE = [kill_dss(1), stop_dss(2), restart_dss(3), wipe_dss(4), flip_bits(0), kill_mds(), NetCut(5)]
+class FullDisk:
+    """DSS `i`'s data folder is a 24 MiB tmpfs of its own, which the
+    workload fills within seconds (its slot files take what the disk has, so
+    a ballast file could not take their room): from then on the DSS refuses
+    new shards with ENOSPC and reports no room, and placement leaves it out."""
+
+    def __init__(self, i):
+        self.i = i
+        self.__name__ = f"full disk dss-{i}"
+        self.dir = None
+
+    def setup(self, c):
+        self.dir = os.path.join(c.dir, f"dss-{self.i}")
+        os.makedirs(self.dir, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", self.dir], check=True)
+
+    def __call__(self, c):
+        return lambda: None  # the disk fills by itself
+
+    def cleanup(self):
+        if self.dir:
+            subprocess.run(["umount", "-l", self.dir], capture_output=True)
+
+
+SINGLE = [kill_dss(1), stop_dss(2), restart_dss(3), wipe_dss(4), flip_bits(0), kill_mds(), NetCut(5), FullDisk(3)]
 PAIRS = [(kill_dss(1), kill_dss(4)), (stop_dss(0), kill_dss(3)), (wipe_dss(2), flip_bits(5)),
-         (kill_dss(5), kill_mds()), (NetCut(5), kill_dss(2))]
+         (kill_dss(5), kill_mds()), (NetCut(5), kill_dss(2)), (FullDisk(1), kill_dss(4))]
 QUICK = [[kill_dss(1)], [wipe_dss(4)], [flip_bits(0)], [NetCut(5)], [kill_dss(1), kill_dss(4)]]
 
 
@@ -204,13 +228,13 @@ class Workload:
 
 
 def run_case(faults, seed, root):
-    cuts = [f for f in faults if isinstance(f, NetCut)]
+    shaped = [f for f in faults if hasattr(f, "setup")]  # faults that shape the cluster before it starts
     try:
         c = Cluster(os.path.join(root, "c"), config_edits=[
             ("heartbeat_timeout_ms = 5000", "heartbeat_timeout_ms = 1500")],
-            before_start=lambda c: [f.setup(c) for f in cuts])
+            before_start=lambda c: [f.setup(c) for f in shaped])
     except BaseException:
-        for f in cuts:
+        for f in shaped:
             f.cleanup()
         raise
     local = os.path.join(root, "local")
@@ -244,7 +268,7 @@ def run_case(faults, seed, root):
                 "verified": w.verified, "wrong": w.wrong, "lost": lost}
     finally:
         c.down()
-        for f in cuts:
+        for f in shaped:
             f.cleanup()
 
 
