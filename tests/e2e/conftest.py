@@ -83,7 +83,11 @@ class Cluster:
                 f.write(text)
         if before_start:
             before_start(self)
-        self.up()
+        try:
+            self.up()
+        except BaseException:
+            self.down()  # what did start (the test's fixture never gets the cluster to stop)
+            raise
 
     def up(self, extra=()):
         """Starts whatever is not running (also restarts killed daemons)."""
