@@ -19,7 +19,7 @@ std::vector<std::pair<uint64_t, uint64_t>> MdsStore::RepairQueue(size_t max,
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   const std::string start = Repair(after.first, after.second);
   for (it->Seek(start); it->Valid() && it->key().starts_with("R") && out.size() < max; it->Next()) {
-    if (it->key().size() != 17 || it->key() == rocksdb::Slice(start)) continue;
+    if (it->key().size() != kInoIndexKeyBytes || it->key() == rocksdb::Slice(start)) continue;
     out.emplace_back(GetBe64(it->key().data() + 1), GetBe64(it->key().data() + 9));
   }
   return out;
@@ -41,7 +41,7 @@ std::vector<std::pair<uint64_t, pb::ChunkEntry>> MdsStore::ScanChunks(std::pair<
   const std::string start = Chunk(after.first, after.second);
   for (it->Seek(start); it->Valid() && it->key().starts_with("C") && out.size() < max; it->Next()) {
     pb::ChunkEntry c;
-    if (it->key().size() != 17 || it->key() == rocksdb::Slice(start) ||
+    if (it->key().size() != kInoIndexKeyBytes || it->key() == rocksdb::Slice(start) ||
         !c.ParseFromString(it->value().ToString()))
       continue;
     out.emplace_back(GetBe64(it->key().data() + 1), std::move(c));
@@ -56,7 +56,7 @@ Result<size_t> MdsStore::QueueChunksOn(uint32_t dss) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   for (it->Seek("C"); it->Valid() && it->key().starts_with("C"); it->Next()) {
     pb::ChunkEntry c;
-    if (it->key().size() != 17 || !c.ParseFromString(it->value().ToString())) continue;
+    if (it->key().size() != kInoIndexKeyBytes || !c.ParseFromString(it->value().ToString())) continue;
     for (uint32_t d : c.dss())
       if (d == dss) {
         wb.Put(Repair(GetBe64(it->key().data() + 1), c.index()), "");

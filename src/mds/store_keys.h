@@ -30,6 +30,8 @@ inline std::string WithIno(char tag, uint64_t ino) {
   PutBe64(k, ino);
   return k;
 }
+// Bytes of a key made of a tag, an inode and a chunk index (C..., R...).
+inline constexpr size_t kInoIndexKeyBytes = 1 + 8 + 8;
 inline std::string Inode(uint64_t ino) { return WithIno('I', ino); }
 inline std::string DirPrefix(uint64_t parent) { return WithIno('D', parent); }
 inline std::string Dirent(uint64_t parent, const std::string& name) { return DirPrefix(parent) + name; }

@@ -86,17 +86,19 @@ Result<int> RpcChannel::Dial() {
   }
   // The cluster-key hello goes out now, ahead of the first request; the
   // server's proof is read before that request's reply (TcpCall::Wait).
-  std::lock_guard lk(mu_);
-  if (AuthEnabled()) {
-    const ClientHello h = MakeClientHello();
-    if (::send(fd, h.bytes.data(), h.bytes.size(), MSG_NOSIGNAL) != ssize_t(h.bytes.size())) {
-      ::close(fd);
-      return Err(Unavailable("send to " + address_ + " failed"));
-    }
-    proof_due_[fd] = h.expect;
-  } else {
+  if (!AuthEnabled()) {
+    std::lock_guard lk(mu_);
     proof_due_.erase(fd);
+    return fd;
   }
+  ClientHello h = MakeClientHello();
+  iovec iov{h.bytes.data(), h.bytes.size()};
+  if (!WriteAll(fd, &iov, 1)) {
+    ::close(fd);
+    return Err(Unavailable("send to " + address_ + " failed"));
+  }
+  std::lock_guard lk(mu_);
+  proof_due_[fd] = h.expect;
   return fd;
 }
 
