@@ -2,7 +2,9 @@
 // and benchmarks can prove the read path makes none.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -11,20 +13,36 @@
 
 namespace rustfs::client {
 
+// Whether doing `method` twice has the effect of doing it once: such a call
+// whose connection broke before its reply may simply be made again.
+bool IdempotentMdsMethod(uint32_t method);
+
 class MdsClient {
  public:
   MdsClient(const std::string& address, int timeout_ms)
       : channel_(address, timeout_ms, "client.mds"), rpcs_(GetCounter("client.mds_rpcs")) {}
 
-  // kRetry (the MDS is in its restart grace period) is retried here, for up
-  // to a minute; every other outcome goes to the caller.
+  // An MDS restarting is waited for, for up to kRestartWindow, instead of
+  // failing the application's call: a call it refused with kRetry (its
+  // grace period) or that could not be sent (nobody listening yet) is made
+  // again, and so is a read-only call whose connection broke before the
+  // reply. Every other outcome goes to the caller. Thread-safe.
+  static constexpr std::chrono::seconds kRestartWindow{60};
+
   template <class Rep>
   Result<Rep> Call(uint32_t method, const google::protobuf::Message& req) {
-    for (int i = 0;; i++) {
+    const auto give_up = std::chrono::steady_clock::now() + kRestartWindow;
+    for (int pause_ms = 10;; pause_ms = std::min(2 * pause_ms, 200)) {
       rpcs_.Inc();
-      auto r = channel_.CallTyped<Rep>(method, req);
-      if (r || r.error().code() != Code::kRetry || i >= 600) return r;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      net::PendingCall call = channel_.Start(method, req);
+      const bool sent = call.sent();
+      auto r = call.Wait();
+      if (r) return net::ParseBody<Rep>(r->body, "reply");
+      const Code code = r.error().code();
+      const bool again = code == Code::kRetry ||
+                         (code == Code::kUnavailable && (!sent || IdempotentMdsMethod(method)));
+      if (!again || std::chrono::steady_clock::now() >= give_up) return Err(r.error());
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
   }
 

@@ -50,6 +50,10 @@ class PendingCall {
   // Whether Wait() would return without blocking for the server (a reply,
   // or an error, is there), waiting up to timeout_ms for that.
   bool Ready(int timeout_ms) { return !state_ || state_->Ready(timeout_ms); }
+  // False for a call that never left this process (no connection, or no
+  // whole frame written): the server cannot have acted on it, so doing it
+  // again is safe whatever it does. Valid until Wait().
+  bool sent() const { return state_ != nullptr; }
 
  private:
   std::unique_ptr<CallState> state_;

@@ -210,9 +210,79 @@ def counter(stats, proc, name):
     return stats.get(proc, {}).get(name, 0)
 
 
+# A hung test must fail, with what it hung on, instead of holding the whole
+# run until CI's limit. No test here needs more than a few minutes; tests
+# that legitimately take longer say so with @pytest.mark.timeout_s(N).
+TEST_TIMEOUT_S = int(os.environ.get("RUSTFS_TEST_TIMEOUT_S", "420"))
+
+
+def hang_diagnostics():
+    """Kernel and user stacks of every rustfs process and of this test."""
+    out = []
+    pids = subprocess.run(["pgrep", "-f", "rustfs"], capture_output=True, text=True).stdout.split()
+    for pid in pids + [str(os.getpid())]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            out.append(f"== pid {pid}: {cmdline}")
+            for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    comm = f.read().strip()
+                with open(f"/proc/{pid}/task/{tid}/stack") as f:
+                    kstack = f.read().strip()
+                out.append(f"-- tid {tid} ({comm}) kernel stack:\n{kstack}")
+        except OSError:
+            continue
+        if pid != str(os.getpid()) and shutil.which("gdb"):
+            r = subprocess.run(["gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"],
+                               capture_output=True, text=True, timeout=60)
+            out.append(r.stdout[-20000:])
+    return "\n".join(out)
+
+
+# Folders the tests of this run made (mounts under them are ours to abort).
+OUR_ROOTS = []
+
+
+def abort_our_fuse_connections():
+    """Fails every request our hung mounts hold (the blocked system calls
+    return ENOTCONN), so the test errors out and its fixtures clean up.
+    The connection's number is the minor device number of the mount."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            dev, mnt = fields[2], fields[4]
+            if not any(mnt.startswith(r + "/") for r in OUR_ROOTS):
+                continue
+            try:
+                with open(f"/sys/fs/fuse/connections/{dev.split(':')[1]}/abort", "w") as a:
+                    a.write("1")
+            except OSError:
+                pass
+
+
+@pytest.fixture(autouse=True)
+def hang_watchdog(request):
+    import threading
+    marker = request.node.get_closest_marker("timeout_s")
+    limit = marker.args[0] if marker else TEST_TIMEOUT_S
+    fired = []
+
+    def fire():
+        fired.append(hang_diagnostics())
+        abort_our_fuse_connections()
+    t = threading.Timer(limit, fire)
+    t.daemon = True
+    t.start()
+    yield
+    t.cancel()
+    assert not fired, f"{request.node.nodeid} hung for {limit} s; stacks:\n{fired[0]}"
+
+
 @pytest.fixture
 def tmp_root():
     d = tempfile.mkdtemp(prefix="rustfs-e2e-")
+    OUR_ROOTS.append(d)
     yield d
     shutil.rmtree(d, ignore_errors=True)
 
@@ -230,6 +300,7 @@ def cluster(tmp_root):
 def shared_cluster():
     """One cluster for the tests of a module that do not break it."""
     d = tempfile.mkdtemp(prefix="rustfs-e2e-")
+    OUR_ROOTS.append(d)
     c = Cluster(d)
     try:
         yield c

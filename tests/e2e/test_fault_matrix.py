@@ -4,9 +4,12 @@ byte afterwards."""
 import os
 import subprocess
 
+import pytest
+
 RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "faults", "run.py")
 
 
+@pytest.mark.timeout_s(960)  # beyond run.py's own 900 s limit below
 def test_fault_matrix_quick():
     r = subprocess.run(["/usr/bin/python3", RUN, "--quick"], capture_output=True, text=True, timeout=900)
     print(r.stdout)

@@ -22,6 +22,8 @@ failures: losing or corrupting acknowledged data is.
 Every case is bounded in time and tears its cluster down, even on failure.
 """
 import argparse
+import collections
+import errno
 import os
 import random
 import shutil
@@ -182,6 +184,7 @@ class Workload:
         self.c, self.local, self.rnd = c, local, random.Random(seed)
         self.acked = {}  # name -> local path of an acknowledged write
         self.ops = self.errors = self.verified = self.wrong = 0
+        self.why = collections.Counter()  # errors by (operation, errno name)
         self.stop = threading.Event()
 
     def write_one(self, i):
@@ -199,8 +202,9 @@ class Workload:
             finally:
                 os.close(fd)
             self.acked[name] = lp
-        except OSError:
+        except OSError as e:
             self.errors += 1
+            self.why["write", errno.errorcode.get(e.errno, str(e.errno))] += 1
 
     def check(self, name):
         with open(self.acked[name], "rb") as f:
@@ -209,8 +213,9 @@ class Workload:
         try:
             with open(self.c.path(name), "rb") as f:
                 got = f.read()
-        except OSError:
+        except OSError as e:
             self.errors += 1  # unreadable now (a fault in force): checked again at the end
+            self.why["read", errno.errorcode.get(e.errno, str(e.errno))] += 1
             return None
         self.verified += len(got)
         bad = got != want
@@ -265,7 +270,8 @@ def run_case(faults, seed, root):
             if not ok:
                 lost += 1
         return {"fault": " + ".join(f.__name__ for f in faults), "ops": w.ops, "errors": w.errors,
-                "verified": w.verified, "wrong": w.wrong, "lost": lost}
+                "verified": w.verified, "wrong": w.wrong, "lost": lost,
+                "why": ", ".join(f"{op} {e} x{n}" for (op, e), n in sorted(w.why.items()))}
     finally:
         c.down()
         for f in shaped:
@@ -276,8 +282,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the CI subset")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--case", help="only the cases whose name contains this (e.g. mds)")
     a = ap.parse_args()
     cases = QUICK if a.quick else [[f] for f in SINGLE] + [list(p) for p in PAIRS]
+    if a.case:
+        cases = [fs for fs in cases if a.case in " + ".join(f.__name__ for f in fs)]
+        if not cases:
+            ap.error(f"no case matches {a.case!r}")
     print(f"{'fault':<34} {'ops':>6} {'errors':>7} {'bytes verified':>15} {'bytes wrong':>12} {'acked lost':>11}")
     wrong = lost = 0
     for n, faults in enumerate(cases):
@@ -288,8 +299,8 @@ def main():
             shutil.rmtree(root, ignore_errors=True)
         wrong += r["wrong"]
         lost += r["lost"]
-        print(f"{r['fault']:<34} {r['ops']:>6} {r['errors']:>7} {r['verified']:>15,} {r['wrong']:>12} {r['lost']:>11}",
-              flush=True)
+        print(f"{r['fault']:<34} {r['ops']:>6} {r['errors']:>7} {r['verified']:>15,} {r['wrong']:>12} {r['lost']:>11}"
+              + (f"   ({r['why']})" if r["why"] else ""), flush=True)
     print(f"faults: {len(cases)} cases, bytes wrong {wrong}, acknowledged writes lost {lost}")
     return 0 if wrong == 0 and lost == 0 else 1
 
