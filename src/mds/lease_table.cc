@@ -16,17 +16,18 @@ namespace {
 uint64_t FirstSessionId() { return (uint64_t(::time(nullptr)) << 20) + 1; }
 }  // namespace
 
-LeaseTable::LeaseTable(std::chrono::milliseconds lease, int callback_timeout_ms)
-    : lease_(lease),
+LeaseTable::LeaseTable(std::chrono::milliseconds lease, int callback_timeout_ms, Clock& clock)
+    : clock_(clock),
+      lease_(lease),
       callback_timeout_ms_(callback_timeout_ms),
-      started_(Clock::now()),
+      started_(clock.Now()),
       next_id_(FirstSessionId()) {}
 
 uint64_t LeaseTable::Register(const std::string& callback_address) {
   auto s = std::make_shared<Session>();
   s->address = callback_address;
   s->channel = std::make_unique<net::RpcChannel>(callback_address, callback_timeout_ms_, "mds.cb");
-  s->expires = Clock::now() + lease_;
+  s->expires = clock_.Now() + lease_;
   std::lock_guard lk(mu_);
   uint64_t id = next_id_++;
   sessions_[id] = std::move(s);
@@ -40,9 +41,9 @@ Status LeaseTable::Renew(uint64_t client_id) {
   Session& s = *it->second;
   // A lease that ran out is over, even if the client is back now: changes
   // may have been made without asking it, so it must drop what it cached.
-  if (!s.lost && s.expires < Clock::now()) s.lost = true;
+  if (!s.lost && s.expires < clock_.Now()) s.lost = true;
   if (s.lost) return {Code::kStale, "leases of session " + std::to_string(client_id) + " ran out or were revoked"};
-  s.expires = Clock::now() + lease_;
+  s.expires = clock_.Now() + lease_;
   return Status::Ok();
 }
 
@@ -50,7 +51,7 @@ Status LeaseTable::CheckSession(uint64_t client_id) {
   std::lock_guard lk(mu_);
   auto it = sessions_.find(client_id);
   if (it == sessions_.end()) return NotFound("unknown client session " + std::to_string(client_id));
-  if (it->second->lost || it->second->expires < Clock::now())
+  if (it->second->lost || it->second->expires < clock_.Now())
     return {Code::kStale, "session " + std::to_string(client_id) + " lost its lease"};
   return Status::Ok();
 }
@@ -85,7 +86,7 @@ LeaseTable::Ended LeaseTable::End(uint64_t client_id) {
 LeaseTable::Ended LeaseTable::Reap() {
   Ended out;
   std::lock_guard lk(mu_);
-  const auto now = Clock::now();
+  const auto now = clock_.Now();
   std::vector<uint64_t> gone;
   for (auto& [id, s] : sessions_)
     if (s->expires < now) gone.push_back(id);
@@ -151,7 +152,7 @@ bool LeaseTable::Revoke(uint64_t ino, const std::string& name, uint64_t except, 
     if (name.empty())
       if (auto r = refs_.find(ino); r != refs_.end()) ids.insert(r->second.begin(), r->second.end());
     ids.erase(except);
-    const auto now = Clock::now();
+    const auto now = clock_.Now();
     for (uint64_t id : ids) {
       auto s = sessions_.find(id);
       // A lost or lapsed session trusts nothing it cached any more.
@@ -170,11 +171,11 @@ bool LeaseTable::Revoke(uint64_t ino, const std::string& name, uint64_t except, 
     for (auto& t : targets) calls.push_back(t.session->channel->Start(pb::M_REVOKE, req));
     // All calls are out; each answer is awaited until its client's lease
     // would run out anyway, so the total wait is the slowest one's.
-    Clock::time_point wait_until = Clock::now();
+    Clock::time_point wait_until = clock_.Now();
     for (size_t i = 0; i < targets.size(); i++) {
       revokes.Inc();
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          targets[i].expires - Clock::now());
+          targets[i].expires - clock_.Now());
       Result<net::RpcReply> r = Err(Unavailable("no answer before the lease ran out"));
       if (calls[i].Ready(int(std::max<int64_t>(0, left.count())))) r = calls[i].Wait();
       if (r) {
@@ -193,13 +194,13 @@ bool LeaseTable::Revoke(uint64_t ino, const std::string& name, uint64_t except, 
       LOG_WARN("client {} did not acknowledge revocation of inode {}: {}; waiting out its lease",
                targets[i].id, ino, r.error().message());
     }
-    std::this_thread::sleep_until(wait_until);
+    clock_.SleepUntil(wait_until);
   }
   return !Referenced(ino);
 }
 
 Status LeaseTable::CheckGrace() const {
-  if (grace_ && Clock::now() < started_ + lease_)
+  if (grace_ && clock_.Now() < started_ + lease_)
     return {Code::kRetry, "MDS restarted: changes wait for old leases to expire"};
   return Status::Ok();
 }

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "net/rpc_channel.h"
 
@@ -39,9 +40,9 @@ namespace rustfs::mds {
 
 class LeaseTable {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  LeaseTable(std::chrono::milliseconds lease, int callback_timeout_ms);
+  // `clock` (not owned, outlives the table) times leases and the waits for
+  // them; tests pass a FakeClock.
+  LeaseTable(std::chrono::milliseconds lease, int callback_timeout_ms, Clock& clock = SteadyClock());
 
   std::chrono::milliseconds lease() const { return lease_; }
 
@@ -102,13 +103,14 @@ class LeaseTable {
   struct Session {
     std::string address;
     std::unique_ptr<net::RpcChannel> channel;
-    Clock::time_point expires;
+    Clock::time_point expires;  // on clock_
     bool lost = false;
     std::set<uint64_t> refs;  // inodes it holds references to
   };
   // Caller holds mu_. Erases the session and its leases and references.
   void EraseLocked(uint64_t client_id, Ended& out);
 
+  Clock& clock_;
   const std::chrono::milliseconds lease_;
   const int callback_timeout_ms_;
   const Clock::time_point started_;

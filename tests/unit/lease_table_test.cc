@@ -104,11 +104,12 @@ TEST(LeaseTableTest, RecallFlagReachesTheClient) {
 }
 
 TEST(LeaseTableTest, SilentClientIsWaitedOutThenLostAndReaped) {
-  LeaseTable t(400ms, 2000);
+  FakeClock clock;
+  LeaseTable t(400ms, 2000, clock);
   t.SkipGrace();
   FakeClient alive;
   // A session whose callback address answers nothing (nothing listens).
-  const auto registered = std::chrono::steady_clock::now();
+  const auto registered = clock.Now();
   uint64_t dead = t.Register("127.0.0.1:1");
   uint64_t live = t.Register(alive.address());
   t.Grant(dead, 9);
@@ -117,11 +118,12 @@ TEST(LeaseTableTest, SilentClientIsWaitedOutThenLostAndReaped) {
   EXPECT_FALSE(t.Revoke(9, "", 0));  // dead's reference stays until its session ends
   // The change waited for dead's lease to run out (it may still have been
   // serving what it cached until then).
-  EXPECT_GE(std::chrono::steady_clock::now(), registered + 400ms);
+  EXPECT_EQ(clock.Now(), registered + 400ms);
   EXPECT_EQ(alive.calls(), 1u);
   EXPECT_EQ(t.Renew(dead).code(), Code::kStale);  // lost: no renewal
   EXPECT_EQ(t.CheckSession(dead).code(), Code::kStale);
-  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(t.CheckSession(live).ok());  // renewed by nobody, but not run out yet either
+  clock.Advance(1ns);
   // Both leases ran out meanwhile (nobody renewed live's either): both end,
   // and with them dead's reference.
   auto ended = t.Reap();
@@ -150,11 +152,18 @@ TEST(LeaseTableTest, EndAndReleaseDropReferences) {
 }
 
 TEST(LeaseTableTest, ExpiredLeaseIsNotRenewed) {
-  LeaseTable t(150ms, 2000);
+  FakeClock clock;
+  LeaseTable t(150ms, 2000, clock);
   uint64_t id = t.Register("127.0.0.1:1");
   EXPECT_EQ(t.CheckGrace().code(), Code::kRetry);  // a restarted MDS waits old leases out
-  std::this_thread::sleep_for(200ms);
+  clock.Advance(149ms);
+  EXPECT_EQ(t.CheckGrace().code(), Code::kRetry);
+  EXPECT_TRUE(t.Renew(id).ok());  // renewed at 149 ms: good until 299 ms
+  clock.Advance(1ms);
   EXPECT_TRUE(t.CheckGrace().ok());
+  clock.Advance(149ms);
+  EXPECT_TRUE(t.CheckSession(id).ok());
+  clock.Advance(1ms + 1ns);
   EXPECT_EQ(t.Renew(id).code(), Code::kStale);
 }
 
