@@ -13,6 +13,7 @@ PKGS=(
   fio python3 python3-pytest python3-numpy attr  # attr: setfattr/getfattr for the layout xattr
   autoconf automake  # pjdfstest's build (scripts/pjdfstest.sh)
   rsync  # the POSIX tests copy trees with it
+  gdb  # a hung end-to-end test prints every daemon's stacks
   pybind11-dev python3-dev python3-torch  # the Python package and its PyTorch sampler
   dpkg-dev  # dpkg-source, which apt-get source unpacks with
 )

@@ -173,7 +173,7 @@ class SecondMount:
 
     def close(self):
         if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+            subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True, timeout=60)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -181,7 +181,7 @@ class SecondMount:
                 self.proc.wait()
         # A daemon a test killed (or one the unmount above found busy)
         # leaves its mount behind: detach it.
-        subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True, timeout=60)
         if not self.log.closed:
             self.log.close()
 
@@ -195,9 +195,11 @@ def two_mounts(tmp_root, **cluster_args):
         m2 = SecondMount(c, tmp_root)
         yield c, m2
     finally:
-        if m2:
-            m2.close()
-        c.down()
+        try:
+            if m2:
+                m2.close()
+        finally:
+            c.down()
 
 
 @pytest.fixture
@@ -234,9 +236,14 @@ def hang_diagnostics():
         except OSError:
             continue
         if pid != str(os.getpid()) and shutil.which("gdb"):
-            r = subprocess.run(["gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"],
-                               capture_output=True, text=True, timeout=60)
-            out.append(r.stdout[-20000:])
+            try:
+                r = subprocess.run(["gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"],
+                                   capture_output=True, text=True, timeout=60)
+                out.append(r.stdout[-20000:])
+            except subprocess.TimeoutExpired:
+                out.append("(gdb did not attach within 60 s)")
+    dmesg = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    out.append("== kernel log (last 60 lines):\n" + "\n".join(dmesg[-60:]))
     return "\n".join(out)
 
 
@@ -259,6 +266,10 @@ def abort_our_fuse_connections():
                     a.write("1")
             except OSError:
                 pass
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "timeout_s(n): this test's hang limit in seconds")
 
 
 @pytest.fixture(autouse=True)
