@@ -119,17 +119,6 @@ uint32_t EcReader::PickReplica(const pb::ChunkEntry& c, uint32_t replicas) {
   return dss_.Inflight(c.dss(up[i])) <= dss_.Inflight(c.dss(up[j])) ? up[i] : up[j];
 }
 
-Result<std::shared_ptr<ec::RsCodec>> EcReader::Codec(uint32_t k, uint32_t m) {
-  std::lock_guard lk(mu_);
-  auto& c = codecs_[{k, m}];
-  if (!c) {
-    auto r = ec::RsCodec::Create(k, m);
-    if (!r) return Err(r.error());
-    c = *r;
-  }
-  return c;
-}
-
 Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
                       std::span<const ReadExtent> extents) {
   std::vector<Job> jobs;

@@ -80,8 +80,6 @@ class EcReader {
   // (the caller's map is older than the chunk: fetch it again).
   Status Read(uint64_t ino, const layout::EcGeometry& g, std::span<const ReadExtent> extents);
 
-  Result<std::shared_ptr<ec::RsCodec>> Codec(uint32_t k, uint32_t m);
-
  private:
   struct Job {  // one shard range serving pieces of one extent
     const ReadExtent* extent;
@@ -155,8 +153,6 @@ class EcReader {
   Counter& batch_rpcs_;
   Counter& segments_;
   Counter& coalesced_;
-  std::mutex mu_;
-  std::map<std::pair<uint32_t, uint32_t>, std::shared_ptr<ec::RsCodec>> codecs_;
   Counter& reconstructions_;
   Counter& degraded_bytes_;
   Counter& degraded_batches_;

@@ -83,7 +83,7 @@ Status EcReader::Repair(uint64_t ino, const layout::EcGeometry& g, std::vector<F
 
 Status EcReader::Rebuild(const layout::EcGeometry& g, const std::vector<const uint8_t*>& srcs,
                          uint32_t want, uint64_t len, uint8_t* out) {
-  auto codec = Codec(g.k, g.m);
+  auto codec = ec::RsCodec::Shared(g.k, g.m);
   if (!codec) return codec.error();
   RUSTFS_RETURN_IF_ERROR((*codec)->Reconstruct(srcs, std::span<const uint32_t>(&want, 1),
                                                std::span<uint8_t* const>(&out, 1), len));

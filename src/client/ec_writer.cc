@@ -98,7 +98,7 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
     // k = 1: the row buffer is the data shard, and every shard is a copy.
     for (uint32_t s = 0; s < n; s++) shards[s] = rows;
   } else {
-    auto codec = reader_.Codec(g.k, g.m);
+    auto codec = ec::RsCodec::Shared(g.k, g.m);
     if (!codec) return codec.error();
     std::vector<const uint8_t*> data(g.k);
     std::vector<uint8_t*> parity(g.m);

@@ -47,6 +47,22 @@ Result<std::shared_ptr<RsCodec>> RsCodec::Create(uint32_t k, uint32_t m) {
   return std::shared_ptr<RsCodec>(new RsCodec(k, m));
 }
 
+Result<std::shared_ptr<RsCodec>> RsCodec::Shared(uint32_t k, uint32_t m) {
+  static std::mutex mu;
+  static auto* codecs = new std::map<std::pair<uint32_t, uint32_t>, std::shared_ptr<RsCodec>>;  // never freed
+  std::lock_guard lk(mu);
+  auto& c = (*codecs)[{k, m}];
+  if (!c) {
+    auto r = Create(k, m);
+    if (!r) {
+      codecs->erase({k, m});
+      return r;
+    }
+    c = *r;
+  }
+  return c;
+}
+
 RsCodec::RsCodec(uint32_t k, uint32_t m) : k_(k), m_(m) {
   const int rows = static_cast<int>(k + m);
   encode_matrix_.resize(static_cast<size_t>(rows) * k);

@@ -23,6 +23,9 @@ class RsCodec {
  public:
   // k >= 1, m >= 0, k + m <= 32.
   static Result<std::shared_ptr<RsCodec>> Create(uint32_t k, uint32_t m);
+  // The process's codec for k+m, made on first use and kept (its decode
+  // tables are worth keeping across reads and repairs). Thread-safe.
+  static Result<std::shared_ptr<RsCodec>> Shared(uint32_t k, uint32_t m);
 
   uint32_t k() const { return k_; }
   uint32_t m() const { return m_; }

@@ -246,7 +246,7 @@ rustfs::Status Repairer::RepairChunk(uint64_t ino, uint64_t index, const std::se
       for (uint32_t s = 0; s < n; s++)
         if (!bufs[s].empty()) r = bufs[s];
   } else {
-    auto codec = ec::RsCodec::Create(g.k, g.m);
+    auto codec = ec::RsCodec::Shared(g.k, g.m);
     if (!codec) return codec.error();
     std::vector<const uint8_t*> srcs(n, nullptr);
     for (uint32_t s = 0; s < n; s++)
