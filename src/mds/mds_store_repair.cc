@@ -19,8 +19,9 @@ std::vector<std::pair<uint64_t, uint64_t>> MdsStore::RepairQueue(size_t max,
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   const std::string start = Repair(after.first, after.second);
   for (it->Seek(start); it->Valid() && it->key().starts_with("R") && out.size() < max; it->Next()) {
-    if (it->key().size() != kInoIndexKeyBytes || it->key() == rocksdb::Slice(start)) continue;
-    out.emplace_back(GetBe64(it->key().data() + 1), GetBe64(it->key().data() + 9));
+    auto key = ParseInoIndex(it->key().ToStringView());
+    if (!key || it->key() == rocksdb::Slice(start)) continue;
+    out.push_back(*key);
   }
   return out;
 }
@@ -41,10 +42,9 @@ std::vector<std::pair<uint64_t, pb::ChunkEntry>> MdsStore::ScanChunks(std::pair<
   const std::string start = Chunk(after.first, after.second);
   for (it->Seek(start); it->Valid() && it->key().starts_with("C") && out.size() < max; it->Next()) {
     pb::ChunkEntry c;
-    if (it->key().size() != kInoIndexKeyBytes || it->key() == rocksdb::Slice(start) ||
-        !c.ParseFromString(it->value().ToString()))
-      continue;
-    out.emplace_back(GetBe64(it->key().data() + 1), std::move(c));
+    auto key = ParseInoIndex(it->key().ToStringView());
+    if (!key || it->key() == rocksdb::Slice(start) || !c.ParseFromString(it->value().ToString())) continue;
+    out.emplace_back(key->first, std::move(c));
   }
   return out;
 }
@@ -56,10 +56,11 @@ Result<size_t> MdsStore::QueueChunksOn(uint32_t dss) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator({}));
   for (it->Seek("C"); it->Valid() && it->key().starts_with("C"); it->Next()) {
     pb::ChunkEntry c;
-    if (it->key().size() != kInoIndexKeyBytes || !c.ParseFromString(it->value().ToString())) continue;
+    auto key = ParseInoIndex(it->key().ToStringView());
+    if (!key || !c.ParseFromString(it->value().ToString())) continue;
     for (uint32_t d : c.dss())
       if (d == dss) {
-        wb.Put(Repair(GetBe64(it->key().data() + 1), c.index()), "");
+        wb.Put(Repair(key->first, c.index()), "");
         n++;
         break;
       }

@@ -13,7 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace rustfs::mds::keys {
 
@@ -32,6 +35,11 @@ inline std::string WithIno(char tag, uint64_t ino) {
 }
 // Bytes of a key made of a tag, an inode and a chunk index (C..., R...).
 inline constexpr size_t kInoIndexKeyBytes = 1 + 8 + 8;
+// The (inode, chunk index) of such a key; nullopt for a key of another size.
+inline std::optional<std::pair<uint64_t, uint64_t>> ParseInoIndex(std::string_view key) {
+  if (key.size() != kInoIndexKeyBytes) return std::nullopt;
+  return std::pair{GetBe64(key.data() + 1), GetBe64(key.data() + 9)};
+}
 inline std::string Inode(uint64_t ino) { return WithIno('I', ino); }
 inline std::string DirPrefix(uint64_t parent) { return WithIno('D', parent); }
 inline std::string Dirent(uint64_t parent, const std::string& name) { return DirPrefix(parent) + name; }
