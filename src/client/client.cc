@@ -68,7 +68,7 @@ Client::~Client() {
   if (client_id_) {  // hand our leases back so no change waits for them to expire
     pb::RenewLeasesReq r;
     r.set_client_id(client_id_);
-    (void)mds_.CallStatus(pb::M_END_SESSION, r);
+    (void)mds_.CallOnce(pb::M_END_SESSION, r);
   }
   if (callback_) callback_->Stop();
 }

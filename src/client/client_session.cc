@@ -96,7 +96,7 @@ void Client::RenewLoop() {
     pb::RenewLeasesReq r;
     r.set_client_id(client_id_);
     int64_t sent = SteadyNowNs();
-    Status s = mds_.CallStatus(pb::M_RENEW_LEASES, r);
+    Status s = mds_.CallOnce(pb::M_RENEW_LEASES, r);
     if (s.ok()) {
       lease_valid_until_ns_ = sent + int64_t(lease_ms_) * 900000;
       std::lock_guard lk(lapse_mu_);
@@ -232,7 +232,7 @@ void Client::ReleaseRefs(const std::vector<uint64_t>& inos) {
   pb::ReleaseReq r;
   r.set_client_id(client_id_);
   for (uint64_t ino : inos) r.add_inos(ino);
-  if (Status s = mds_.CallStatus(pb::M_RELEASE, r); !s.ok())
+  if (Status s = mds_.CallOnce(pb::M_RELEASE, r); !s.ok())
     LOG_WARN("release of {} inodes: {}", inos.size(), s.ToString());  // the session's end frees them
 }
 

@@ -4,8 +4,8 @@
 
 namespace rustfs::client {
 
-// Read-only calls, and those whose effect is a set insertion (an open
-// reference, a lease renewal): made twice, they leave the MDS as once.
+// Read-only calls, and the chunk map's (its effect, an open reference, is a
+// set insertion): made twice, they leave the MDS as once.
 bool IdempotentMdsMethod(uint32_t method) {
   switch (method) {
     case pb::M_LOOKUP:
@@ -17,7 +17,6 @@ bool IdempotentMdsMethod(uint32_t method) {
     case pb::M_LISTXATTR:
     case pb::M_GETLK:
     case pb::M_LIST_DSS:
-    case pb::M_RENEW_LEASES:
       return true;
     default:
       return false;

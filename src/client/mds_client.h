@@ -27,6 +27,11 @@ class MdsClient {
   // grace period) or that could not be sent (nobody listening yet) is made
   // again, and so is a read-only call whose connection broke before the
   // reply. Every other outcome goes to the caller. Thread-safe.
+  //
+  // For calls made on an application's behalf. The client's own session
+  // calls (renewal, release, end of session) use CallOnce: their loops
+  // must keep running while the MDS is away (a lease that runs out must
+  // drop the kernel's caches on time; an unmount must not wait a minute).
   static constexpr std::chrono::seconds kRestartWindow{60};
 
   template <class Rep>
@@ -48,6 +53,13 @@ class MdsClient {
 
   Status CallStatus(uint32_t method, const google::protobuf::Message& req) {
     auto r = Call<pb::Empty>(method, req);
+    return r ? Status::Ok() : r.error();
+  }
+
+  // One attempt, whatever happens.
+  Status CallOnce(uint32_t method, const google::protobuf::Message& req) {
+    rpcs_.Inc();
+    auto r = channel_.Call(method, req);
     return r ? Status::Ok() : r.error();
   }
 
