@@ -32,21 +32,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-port=$(/usr/bin/python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 59000)
-    socks = []
-    try:
-        for p in range(base, base + 8):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+# Free ports below the ephemeral range (the e2e fixtures' rule, tests/e2e/conftest.py).
+port=$(cd "$ROOT/tests/e2e" && /usr/bin/python3 -c 'from conftest import free_port_block; print(free_port_block(8))')
 "$ROOT/build/bin/rustfs" cluster up --dir "$work/cluster" --mount "$work/mnt" --port "$port" >/dev/null
 mkdir "$work/mnt/pjd"
 echo "== pjdfstest (prove -r) in a fresh rustfs mount: $work/mnt/pjd"

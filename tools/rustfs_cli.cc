@@ -191,7 +191,7 @@ int ClusterUp(UpOptions o) {
       return 1;
     }
   }
-  client::MdsClient mc(cfg->mds.address, 1000);
+  client::MdsClient mc(cfg->mds.address, 1000, std::chrono::milliseconds(0));  // WaitFor polls
   size_t alive = 0;
   bool ok = WaitFor([&] {
     auto r = mc.Call<pb::ListDssReply>(pb::M_LIST_DSS, pb::Empty());
@@ -203,6 +203,13 @@ int ClusterUp(UpOptions o) {
   if (!ok) {
     std::cerr << "rustfs: cluster did not come up (" << alive << "/" << cfg->dss.size()
               << " DSS alive). MDS log:\n" << Tail(o.dir + "/logs/mds.log");
+    for (size_t i = 0; i < cfg->dss.size(); i++) {
+      const std::string name = "dss-" + std::to_string(i);
+      const pid_t pid = ReadPid(PidPath(o.dir, name));
+      int st;
+      if (pid > 0 && (waitpid(pid, &st, WNOHANG) == pid || !Alive(pid)))  // ours exit as zombies
+        std::cerr << name << " exited; its log:\n" << Tail(o.dir + "/logs/" + name + ".log");
+    }
     return 1;
   }
   std::cout << "cluster up: MDS " << cfg->mds.address << ", " << cfg->dss.size() << " DSS, RS "

@@ -19,10 +19,15 @@ bool IdempotentMdsMethod(uint32_t method);
 
 class MdsClient {
  public:
-  MdsClient(const std::string& address, int timeout_ms)
-      : channel_(address, timeout_ms, "client.mds"), rpcs_(GetCounter("client.mds_rpcs")) {}
+  // `restart_window`: how long Call waits for an MDS that is away (below);
+  // zero for one attempt (a tool polling the MDS in a loop of its own).
+  MdsClient(const std::string& address, int timeout_ms,
+            std::chrono::milliseconds restart_window = kRestartWindow)
+      : channel_(address, timeout_ms, "client.mds"),
+        rpcs_(GetCounter("client.mds_rpcs")),
+        restart_window_(restart_window) {}
 
-  // An MDS restarting is waited for, for up to kRestartWindow, instead of
+  // An MDS restarting is waited for, for up to the restart window, instead of
   // failing the application's call: a call it refused with kRetry (its
   // grace period) or that could not be sent (nobody listening yet) is made
   // again, and so is a read-only call whose connection broke before the
@@ -32,11 +37,11 @@ class MdsClient {
   // calls (renewal, release, end of session) use CallOnce: their loops
   // must keep running while the MDS is away (a lease that runs out must
   // drop the kernel's caches on time; an unmount must not wait a minute).
-  static constexpr std::chrono::seconds kRestartWindow{60};
+  static constexpr std::chrono::milliseconds kRestartWindow{60'000};
 
   template <class Rep>
   Result<Rep> Call(uint32_t method, const google::protobuf::Message& req) {
-    const auto give_up = std::chrono::steady_clock::now() + kRestartWindow;
+    const auto give_up = std::chrono::steady_clock::now() + restart_window_;
     for (int pause_ms = 10;; pause_ms = std::min(2 * pause_ms, 200)) {
       rpcs_.Inc();
       net::PendingCall call = channel_.Start(method, req);
@@ -66,6 +71,7 @@ class MdsClient {
  private:
   net::RpcChannel channel_;
   Counter& rpcs_;
+  const std::chrono::milliseconds restart_window_;
 };
 
 }  // namespace rustfs::client

@@ -22,10 +22,23 @@ BIN = os.path.join(os.environ.get("RUSTFS_BUILD_DIR", os.path.join(ROOT, "build"
 RUSTFS = os.path.join(BIN, "rustfs")
 
 
+def ephemeral_port_floor():
+    """The lowest port the kernel hands out to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_block(n):
-    """A base port such that base..base+n-1 are all free on 127.0.0.1."""
+    """A base port such that base..base+n-1 are all free on 127.0.0.1, below
+    the ephemeral range: a port in it can be taken by any outgoing
+    connection (the daemons' own, to each other) between this check and the
+    daemon's bind, and the cluster then does not come up."""
+    top = min(ephemeral_port_floor(), 60000)
     for _ in range(200):
-        base = random.randrange(20000, 60000 - n)
+        base = random.randrange(10000, top - n)
         socks = []
         try:
             for p in range(base, base + n):
