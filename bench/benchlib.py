@@ -12,12 +12,14 @@ import json
 import os
 import resource
 import shlex
+import shutil
 import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 COMMANDS = []  # every command that produced a figure, printed at the end
+FUSE_EXAMPLES = "/usr/share/doc/libfuse3-dev/examples"
 
 
 def q(cmd, env=None):
@@ -171,7 +173,7 @@ def fio(name, path, size, rw_args, runtime, env=None):
             "p50": pct["50.000000"] / 1000, "p99": pct["99.000000"] / 1000}
 
 
-def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None):
+def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None, daemons=()):
     """Runs fn() (returning fio figures) with the page cache dropped first,
     and adds device bytes per application byte, CPU µs per read (the
     cluster's processes and the benchmark's children, i.e. fio) and, for a
@@ -180,7 +182,10 @@ def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None):
     warmup (a short run of the same job, not measured) runs after the drop:
     dropping the page cache also drops every running program's code, which
     faults back in from the disk on the first reads and is not the reads'
-    own cost. It reads a negligible share of a cold data set."""
+    own cost. It reads a negligible share of a cold data set.
+
+    daemons: PIDs of other processes serving the row (passthrough_ll) whose
+    CPU time counts too."""
     drop_caches()
     if warmup:
         n = len(COMMANDS)
@@ -188,13 +193,14 @@ def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None):
         del COMMANDS[n:]  # the same job, shorter: not a command that made a figure
     d0, c0 = device_read_bytes(dev), children_cpu_seconds()
     s0 = cluster.stats() if cluster else None
-    p0 = cpu_seconds(cluster.pids()) if cluster else 0
+    pids = lambda: (cluster.pids() if cluster else []) + list(daemons)  # noqa: E731
+    p0 = cpu_seconds(pids())
     r = fn()
     r["label"] = label
     d1, c1 = device_read_bytes(dev), children_cpu_seconds()
     ios = max(1, r["ios"])
     r["dev_amp"] = ratio(d1 - d0, r["bytes"])
-    r["cpu_us"] = ((c1 - c0) + ((cpu_seconds(cluster.pids()) - p0) if cluster else 0)) * 1e6 / ios
+    r["cpu_us"] = ((c1 - c0) + (cpu_seconds(pids()) - p0)) * 1e6 / ios
     if cluster:
         s1 = cluster.stats()
         client = client_counters() if client_counters else {k: delta(s1, s0, "client", k) for k in s1.get("client", {})}
@@ -229,3 +235,77 @@ def print_table(title, rows, ceilings):
         else:
             line += f"{'-':>7}{r['cpu_us']:>8.1f}{'-':>11}{'-':>9}{'-':>8}{'-':>8}"
         print(line + ("  ERRORS" if r["errors"] else ""))
+
+
+# --- libfuse's passthrough_ll: what any FUSE file system can reach here ------
+
+def build_passthrough_ll(tmp, keep_direct):
+    """Compiles libfuse's passthrough_ll example (libfuse3-dev) into tmp;
+    returns (binary, None) or (None, why). fio's O_DIRECT reaches the daemon
+    in the open flags: keep_direct passes it on to the backing file (the
+    disk serves: a cold ceiling), else it is dropped there (the backing
+    file's page cache serves: a cached ceiling)."""
+    src = os.path.join(FUSE_EXAMPLES, "passthrough_ll.c")
+    if not os.path.exists(src):
+        return None, f"{src} not found (package libfuse3-dev)"
+    d = os.path.join(tmp, "passthrough_ll")
+    os.makedirs(d, exist_ok=True)
+    text = open(src).read()
+    for line in text.splitlines():  # the examples' own helper headers
+        if line.startswith('#include "'):
+            h = line.split('"')[1]
+            if not os.path.exists(os.path.join(FUSE_EXAMPLES, h)):
+                return None, f"{h}, included by passthrough_ll.c, is not in {FUSE_EXAMPLES}"
+            shutil.copy(os.path.join(FUSE_EXAMPLES, h), d)
+    old = "fd = open(buf, fi->flags & ~O_NOFOLLOW);"
+    if old not in text:
+        return None, "passthrough_ll.c's lo_open changed: cannot choose O_DIRECT on the backing file"
+    if not keep_direct:
+        text = text.replace(old, "fd = open(buf, fi->flags & ~(O_NOFOLLOW | O_DIRECT));")
+    open(os.path.join(d, "passthrough_ll.c"), "w").write(text)
+    exe = os.path.join(d, "passthrough_ll")
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
+                               capture_output=True, text=True).stdout.split()
+        r = subprocess.run(["gcc", "-O2", "-Wall", os.path.join(d, "passthrough_ll.c"), "-o", exe] + flags,
+                           capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        return None, f"cannot build: {e}"
+    if r.returncode != 0:
+        return None, "gcc failed: " + r.stderr.strip()[-500:]
+    COMMANDS.append("gcc -O2 -Wall passthrough_ll.c -o passthrough_ll $(pkg-config --cflags --libs fuse3)"
+                    + ("" if keep_direct else "  # O_DIRECT dropped on the backing open"))
+    return exe, None
+
+
+def is_mounted(path):
+    path = os.path.abspath(path)
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == path for line in f)
+
+
+class Passthrough:
+    """passthrough_ll mounting `source` on `mnt` (one FUSE worker per
+    request thread, clone_fd) for as long as the object lives."""
+
+    def __init__(self, exe, source, mnt):
+        os.makedirs(mnt, exist_ok=True)
+        self.mnt = mnt
+        cmd = [exe, "-f", "-o", f"source={source},clone_fd", mnt]
+        COMMANDS.append(q(cmd) + " &")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            if is_mounted(mnt) or self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not is_mounted(mnt):
+            self.close()
+            raise RuntimeError(f"passthrough_ll did not mount on {mnt}")
+
+    def close(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

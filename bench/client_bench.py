@@ -33,11 +33,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
 RUSTFS = os.path.join(BIN, "rustfs")
 CLIENT_BENCH = os.path.join(BIN, "client_bench")
-EXAMPLES = "/usr/share/doc/libfuse3-dev/examples"
 STATS_XATTR = "user.rustfs.stats"
 COMMANDS = []  # (what, command line), printed at the end
 
@@ -55,12 +57,6 @@ def sh(cmd, what=None, **kw):
 def parse_size(s):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * units[s[-1].upper()] if s[-1].upper() in units else int(s)
-
-
-def is_mounted(path):
-    path = os.path.abspath(path)
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == path for line in f)
 
 
 def fuse_stats(mnt):
@@ -131,43 +127,6 @@ def read_whole(path):
     with open(path, "rb", buffering=0) as f:
         while f.read(1 << 20):
             pass
-
-
-def build_passthrough(tmp):
-    """Compiles libfuse's passthrough_ll example; returns (binary, None) or (None, why)."""
-    src = os.path.join(EXAMPLES, "passthrough_ll.c")
-    if not os.path.exists(src):
-        return None, f"{src} not found (package libfuse3-dev)"
-    d = os.path.join(tmp, "passthrough_ll")
-    os.makedirs(d)
-    text = open(src).read()
-    for line in text.splitlines():  # the examples' own helper headers
-        if line.startswith('#include "'):
-            h = line.split('"')[1]
-            if not os.path.exists(os.path.join(EXAMPLES, h)):
-                return None, f"{h}, included by passthrough_ll.c, is not in {EXAMPLES}"
-            shutil.copy(os.path.join(EXAMPLES, h), d)
-    # fio's O_DIRECT reaches the daemon in the open flags; the example would
-    # pass it on to the local file and read the disk. Dropped for the
-    # backing file only, so its warm page cache serves (a cached ceiling).
-    old = "fd = open(buf, fi->flags & ~O_NOFOLLOW);"
-    if old not in text:
-        return None, "passthrough_ll.c's lo_open changed: cannot drop O_DIRECT on the backing file"
-    text = text.replace(old, "fd = open(buf, fi->flags & ~(O_NOFOLLOW | O_DIRECT));")
-    open(os.path.join(d, "passthrough_ll.c"), "w").write(text)
-    exe = os.path.join(d, "passthrough_ll")
-    try:
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
-                               capture_output=True, text=True).stdout.split()
-        cmd = ["gcc", "-O2", "-Wall", os.path.join(d, "passthrough_ll.c"), "-o", exe] + flags
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        return None, f"cannot build: {e}"
-    if r.returncode != 0:
-        return None, "gcc failed: " + r.stderr.strip()[-500:]
-    COMMANDS.append(("build passthrough_ll (O_DIRECT dropped on the backing open)",
-                     f"gcc -O2 -Wall passthrough_ll.c -o passthrough_ll $(pkg-config --cflags --libs fuse3)"))
-    return exe, None
 
 
 def nofile_raiser(n):
@@ -256,7 +215,9 @@ def main():
     notes = []
     try:
         sh([RUSTFS, "cluster", "up", "--dir", cdir, "--mount", mnt], "start the cluster")
-        exe, why = build_passthrough(tmp)
+        exe, why = B.build_passthrough_ll(tmp, keep_direct=False)
+        if exe:
+            COMMANDS.append(("build passthrough_ll (O_DIRECT dropped on the backing open)", B.COMMANDS[-1]))
         if not exe:
             print(f"passthrough_ll rows skipped: {why}")
             notes.append(f"passthrough_ll rows skipped: {why}")
@@ -302,10 +263,10 @@ def main():
             pt_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        text=True, preexec_fn=nofile_raiser(n_local + 16384))
             for _ in range(200):
-                if is_mounted(ptmnt) or pt_proc.poll() is not None:
+                if B.is_mounted(ptmnt) or pt_proc.poll() is not None:
                     break
                 time.sleep(0.05)
-            if not is_mounted(ptmnt):
+            if not B.is_mounted(ptmnt):
                 err = pt_proc.stderr.read() if pt_proc.poll() is not None else "timed out"
                 notes.append(f"passthrough_ll did not mount: {err.strip()}")
                 print(notes[-1])
@@ -407,7 +368,7 @@ def main():
             print(f"  {what}:\n    {cmd}")
     finally:
         if pt_proc is not None:
-            if is_mounted(ptmnt):
+            if B.is_mounted(ptmnt):
                 subprocess.run(["fusermount3", "-u", ptmnt])
             try:
                 pt_proc.wait(timeout=5)
@@ -415,7 +376,7 @@ def main():
                 pt_proc.kill()
                 pt_proc.wait()
         subprocess.run([RUSTFS, "cluster", "down", "--dir", cdir])
-        if is_mounted(mnt):
+        if B.is_mounted(mnt):
             subprocess.run(["fusermount3", "-u", mnt])
         shutil.rmtree(local, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)

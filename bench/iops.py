@@ -3,6 +3,8 @@
 one run, each beside a plain local file of the same size on the same disk:
 
   local   the local file (the ceiling): fio libaio O_DIRECT, psync and mmap;
+  passthrough_ll  libfuse's example over the same local file, O_DIRECT
+          passed on: what the FUSE transport alone allows on this machine;
   fuse    the rustfs FUSE mount, the same fio jobs, under
           librustfs_preload.so (fio's RANDOM hint reaches the daemon as it
           reaches a kernel file system);
@@ -48,7 +50,16 @@ def main():
     ap.add_argument("--build-dir", default=os.environ.get("RUSTFS_BUILD_DIR", os.path.join(B.ROOT, "build")))
     ap.add_argument("--only", help="comma-separated row names to run (e.g. QD1,QD32), default all")
     ap.add_argument("--no-cached", action="store_true", help="skip the cached rows")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="a config setting for every phase, as TOML (e.g. fuse.io_uring='\"off\"')")
     args = ap.parse_args()
+    settings = {}
+    for kv in args.set:
+        key, _, value = kv.partition("=")
+        section, _, name = key.partition(".")
+        if not value or not name:
+            ap.error(f"--set {kv}: want SECTION.KEY=VALUE")
+        settings[(section, name)] = value
     size = B.parse_size(args.size)
     build = os.path.abspath(args.build_dir)
     rustfs = os.path.join(build, "bin", "rustfs")
@@ -65,8 +76,9 @@ def main():
     local = os.path.join(tmp, "local.bin")
     dev = B.device_of(tmp)
     cold, cached, base = [], [], {}
+    pt = None
     try:
-        cl.start(tiers=True)
+        cl.start(tiers=True, settings=settings)
         data = os.path.join(cl.mnt, "dataset.bin")
         B.fill(data, size)
         B.fill(local, size)
@@ -92,7 +104,14 @@ def main():
             ("psync x 4 buffered", ["--ioengine=psync", "--direct=0", "--numjobs=4"], None),
             ("mmap x 4", ["--ioengine=mmap", "--numjobs=4"], None),
         ]
-        cl.start(tiers=False)
+        cl.start(tiers=False, settings=settings)
+        # What the FUSE transport itself allows on this machine: libfuse's
+        # passthrough_ll over the same local file, O_DIRECT passed on (cold).
+        exe, why = B.build_passthrough_ll(tmp, keep_direct=True)
+        if exe:
+            pt = B.Passthrough(exe, tmp, os.path.join(tmp, "ptmnt"))
+        else:
+            print(f"note: passthrough_ll rows skipped: {why}")
         print(f"\ncold: {args.size} data set, RAM tiers off, page cache dropped before each row, "
               f"{args.runtime} s per row, device {dev}", flush=True)
         only = [o.strip() for o in args.only.split(",")] if args.only else None
@@ -103,6 +122,14 @@ def main():
             loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev,
                             warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
             cold.append(loc)
+            if pt:
+                r = B.measure(f"passthrough_ll {suffix}",
+                              lambda: B.fio("pt", os.path.join(pt.mnt, "local.bin"), args.size, fio_args,
+                                            args.runtime), dev, daemons=[pt.proc.pid],
+                              warmup=lambda: B.fio("pt", os.path.join(pt.mnt, "local.bin"), args.size,
+                                                   fio_args, warm))
+                cold.append(r)
+                base[r["label"]] = loc
             fuse = B.measure(f"fuse {suffix}", lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
                              dev, cl, warmup=lambda: B.fio("fuse", data, args.size, fio_args, warm, env=shim))
             cold.append(fuse)
@@ -118,10 +145,15 @@ def main():
                 cold.append(n)
                 base[n["label"]] = loc
         B.print_table("cold 4 KiB random reads (no RAM tier of ours serves them)", cold, base)
+        if pt:
+            pt.close()
+            pt = None
+            print("passthrough_ll: libfuse's example file system over the local file (O_DIRECT passed on): "
+                  "the most any FUSE file system reaches on this machine.")
 
         if args.no_cached:
             return
-        cl.start(tiers=True)
+        cl.start(tiers=True, settings=settings)
         warm = [("fuse QD32 x 4 O_DIRECT", lambda: B.fio("fuse", data, CACHED_RANGE, jobs[1][1], args.runtime, env=shim))]
         if have_engine:
             holder = {}
@@ -150,6 +182,8 @@ def main():
         for c in B.COMMANDS:
             print("  " + c)
     finally:
+        if pt:
+            pt.close()
         cl.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
