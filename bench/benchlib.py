@@ -285,25 +285,29 @@ def is_mounted(path):
 
 
 class Passthrough:
-    """passthrough_ll mounting `source` on `mnt` (one FUSE worker per
-    request thread, clone_fd) for as long as the object lives."""
+    """passthrough_ll mounting `source` on `mnt` (clone_fd, plus `options`)
+    until close(). preexec_fn runs in the daemon before it starts (e.g. to
+    raise its file limit). RuntimeError, with the daemon's stderr, if it
+    does not mount within 10 s."""
 
-    def __init__(self, exe, source, mnt):
+    def __init__(self, exe, source, mnt, options="", preexec_fn=None):
         os.makedirs(mnt, exist_ok=True)
         self.mnt = mnt
-        cmd = [exe, "-f", "-o", f"source={source},clone_fd", mnt]
-        COMMANDS.append(q(cmd) + " &")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.cmd = [exe, "-f", "-o", f"source={source},clone_fd" + (f",{options}" if options else ""), mnt]
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         for _ in range(200):
             if is_mounted(mnt) or self.proc.poll() is not None:
                 break
             time.sleep(0.05)
         if not is_mounted(mnt):
+            err = self.proc.stderr.read().strip() if self.proc.poll() is not None else "timed out"
             self.close()
-            raise RuntimeError(f"passthrough_ll did not mount on {mnt}")
+            raise RuntimeError(f"passthrough_ll did not mount on {mnt}: {err}")
 
     def close(self):
-        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        if is_mounted(self.mnt):
+            subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

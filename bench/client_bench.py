@@ -210,7 +210,7 @@ def main():
     local = tempfile.mkdtemp(prefix="rustfs-cbench-local-", dir=args.local_dir)
     cdir, mnt, ptmnt = (os.path.join(tmp, x) for x in ("cluster", "mnt", "ptmnt"))
     cfg = os.path.join(cdir, "rustfs.toml")
-    pt_proc = None
+    ptfs = None
     rows = {}
     notes = []
     try:
@@ -257,18 +257,12 @@ def main():
             open(os.path.join(local_files, f"f{i:07d}"), "w").close()
 
         if exe:
-            os.makedirs(ptmnt)
-            cmd = [exe, "-f", "-o", f"source={local},clone_fd,timeout=10", ptmnt]
-            COMMANDS.append(("mount passthrough_ll (timeout = rustfs's 10 s lease)", q(cmd)))
-            pt_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                       text=True, preexec_fn=nofile_raiser(n_local + 16384))
-            for _ in range(200):
-                if B.is_mounted(ptmnt) or pt_proc.poll() is not None:
-                    break
-                time.sleep(0.05)
-            if not B.is_mounted(ptmnt):
-                err = pt_proc.stderr.read() if pt_proc.poll() is not None else "timed out"
-                notes.append(f"passthrough_ll did not mount: {err.strip()}")
+            try:
+                ptfs = B.Passthrough(exe, local, ptmnt, options="timeout=10",
+                                     preexec_fn=nofile_raiser(n_local + 16384))
+                COMMANDS.append(("mount passthrough_ll (timeout = rustfs's 10 s lease)", q(ptfs.cmd)))
+            except RuntimeError as e:
+                notes.append(str(e))
                 print(notes[-1])
                 exe = None
             else:
@@ -307,11 +301,11 @@ def main():
         pt_os = loc_os = None
         pt_n = n
         if exe:
-            pt_n = min(n, nofile_limit(pt_proc.pid) - 2000)
+            pt_n = min(n, nofile_limit(ptfs.proc.pid) - 2000)
             if pt_n < n:
                 notes.append(f"passthrough_ll open+stat over the first {pt_n} files only: it holds "
                              f"one fd per known inode and its RLIMIT_NOFILE is "
-                             f"{nofile_limit(pt_proc.pid)} (could not be raised here)")
+                             f"{nofile_limit(ptfs.proc.pid)} (could not be raised here)")
             pt_first, pt_os = stat_open_loop(os.path.join(ptmnt, "files"), pt_n, args.stat_seconds,
                                              args.threads)
             print(f"  passthrough_ll:  first pass {pt_first:>8.0f} ops/s, then {pt_os:>8.0f} ops/s"
@@ -367,14 +361,8 @@ def main():
         for what, cmd in COMMANDS:
             print(f"  {what}:\n    {cmd}")
     finally:
-        if pt_proc is not None:
-            if B.is_mounted(ptmnt):
-                subprocess.run(["fusermount3", "-u", ptmnt])
-            try:
-                pt_proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pt_proc.kill()
-                pt_proc.wait()
+        if ptfs is not None:
+            ptfs.close()
         subprocess.run([RUSTFS, "cluster", "down", "--dir", cdir])
         if B.is_mounted(mnt):
             subprocess.run(["fusermount3", "-u", mnt])

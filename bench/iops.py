@@ -51,7 +51,7 @@ def main():
     ap.add_argument("--only", help="comma-separated row names to run (e.g. QD1,QD32), default all")
     ap.add_argument("--no-cached", action="store_true", help="skip the cached rows")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="a config setting for every phase, as TOML (e.g. fuse.io_uring='\"off\"')")
+                    help="a config setting for every phase, as TOML (e.g. random_io.numa_pinning='\"off\"')")
     args = ap.parse_args()
     settings = {}
     for kv in args.set:
@@ -110,6 +110,8 @@ def main():
         exe, why = B.build_passthrough_ll(tmp, keep_direct=True)
         if exe:
             pt = B.Passthrough(exe, tmp, os.path.join(tmp, "ptmnt"))
+            B.COMMANDS.append(B.q(pt.cmd) + " &")
+            pt_file = os.path.join(pt.mnt, "local.bin")
         else:
             print(f"note: passthrough_ll rows skipped: {why}")
         print(f"\ncold: {args.size} data set, RAM tiers off, page cache dropped before each row, "
@@ -124,10 +126,9 @@ def main():
             cold.append(loc)
             if pt:
                 r = B.measure(f"passthrough_ll {suffix}",
-                              lambda: B.fio("pt", os.path.join(pt.mnt, "local.bin"), args.size, fio_args,
-                                            args.runtime), dev, daemons=[pt.proc.pid],
-                              warmup=lambda: B.fio("pt", os.path.join(pt.mnt, "local.bin"), args.size,
-                                                   fio_args, warm))
+                              lambda: B.fio("pt", pt_file, args.size, fio_args, args.runtime), dev,
+                              daemons=[pt.proc.pid],
+                              warmup=lambda: B.fio("pt", pt_file, args.size, fio_args, warm))
                 cold.append(r)
                 base[r["label"]] = loc
             fuse = B.measure(f"fuse {suffix}", lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
@@ -149,7 +150,7 @@ def main():
             pt.close()
             pt = None
             print("passthrough_ll: libfuse's example file system over the local file (O_DIRECT passed on): "
-                  "the most any FUSE file system reaches on this machine.")
+                  "what a FUSE file system that adds no work of its own reaches on this machine.")
 
         if args.no_cached:
             return
