@@ -15,8 +15,11 @@ hot tiers are off, the mount restarts (empty client cache) and the page
 cache is dropped before each epoch: every epoch starts cold. Each row
 prints the epoch time, samples/s, the share of step time spent waiting for
 data, and for the mount the plan's hit rate (reads that found their record
-fetched or in flight) and the client cache's. Asserts nothing; the last line
-reads `plan speed-up X.Yx, data wait Z% of step`.
+fetched or in flight: of the reads that reached the mount), the client
+cache's, the reads that reached the mount and the records the plan put in
+the kernel's page cache (access_plan.kernel_handoff; their reads never
+reach the mount, so the first two rates count only the rest). Asserts
+nothing; the last line reads `plan speed-up X.Yx, data wait Z% of step`.
 
   bench/train_with_plan.py                      # temp dir under /var/tmp, removed after
   bench/train_with_plan.py --dir D --keep       # keep D (data is reused by the next run)
@@ -98,7 +101,8 @@ def main():
                 r["plan_hit"] = B.ratio(planned, planned + d("client.plan_early") + d("client.plan_misses"))
                 r["cache_hit"] = B.ratio(d("client.cache_page_hits"),
                                          d("client.cache_page_hits") + d("client.cache_page_misses"))
-                r["reads"] = d("client.app_reads")
+                r["reads"] = d("client.app_reads")  # reads that reached the mount (FUSE)
+                r["handed"] = d("client.plan_handed")  # records the plan put in the kernel's page cache
             rows.append(r)
     finally:
         if not args.keep:
@@ -108,7 +112,7 @@ def main():
           f"{args.workers} workers, batch {args.batch}; EMULATION: DSS replies delayed {args.delay_us} µs; "
           "DSS hot tiers off, client cache emptied and page cache dropped before each epoch")
     print(f"{'epoch':<10}{'seconds':>9}{'samples/s':>11}{'data wait':>11}{'step ms':>9}{'plan hit':>10}"
-          f"{'cache hit':>11}{'reads':>9}")
+          f"{'cache hit':>11}{'reads':>9}{'to kernel':>11}")
 
     def pct(r, k):
         v = r.get(k)
@@ -117,7 +121,7 @@ def main():
         wait_share = r["wait_s"] / r["epoch_s"]
         print(f"{r['name']:<10}{r['epoch_s']:>9.1f}{r['samples'] / r['epoch_s']:>11.0f}{wait_share:>11.1%}"
               f"{1000 * r['compute_s'] / r['steps']:>9.2f}{pct(r, 'plan_hit'):>10}{pct(r, 'cache_hit'):>11}"
-              f"{r.get('reads', '-'):>9}")
+              f"{r.get('reads', '-'):>9}{r.get('handed', '-'):>11}")
     print("\ncommands:")
     for c in B.COMMANDS:
         print("  " + c)

@@ -151,12 +151,14 @@ Status Client::RefreshMap(FileState& st) {
   return Status::Ok();
 }
 
-Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
+Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino, bool writable) {
   std::shared_ptr<FileState> st;
+  bool was_open = false;
   {
     std::lock_guard lk(open_mu_);
     auto it = open_.find(ino);
     if (it != open_.end()) {
+      was_open = it->second->opens > 0;
       it->second->opens++;
       st = it->second;
     }
@@ -171,6 +173,11 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino) {
   }
   auto f = std::make_shared<OpenFile>();
   f->state = st;
+  f->keep_kernel_cache = was_open;
+  if (writable) {
+    f->writable = true;
+    AddWriter(*st);
+  }
   std::shared_lock lk(st->mu);
   f->fsync_err_seen = f->close_err_seen = st->err_seq;  // earlier errors are not this handle's
   return f;
@@ -533,6 +540,7 @@ Status Client::Fsync(OpenFile& f) { return ReportError(f, &OpenFile::fsync_err_s
 
 Status Client::Release(std::shared_ptr<OpenFile> f) {
   Status s = Flush(*f);
+  if (f->writable) RemoveWriter(*f->state);
   std::vector<uint64_t> released;
   {
     std::lock_guard lk(open_mu_);

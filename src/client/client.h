@@ -32,6 +32,7 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -61,6 +62,12 @@ struct OpenFile {
   // fsync and its close each (set at open: earlier errors are not its own).
   uint64_t fsync_err_seen = 0;
   uint64_t close_err_seen = 0;
+  bool writable = false;  // opened for writing (see FileState::writers)
+  // The kernel may keep the pages it cached of this file (FUSE keep_cache):
+  // the file was open here, under this client's lease, when this handle was
+  // opened, so any change made elsewhere since they were read invalidated
+  // them. Otherwise an open drops them (close-to-open consistency).
+  bool keep_kernel_cache = false;
 };
 
 // An advisory lock request or report (fcntl: F_RDLCK, F_WRLCK, F_UNLCK over
@@ -146,7 +153,9 @@ class Client {
   // --- data ---
   // Fetches the whole chunk map in one MDS RPC (LLD-002 §1.1); later reads
   // resolve shard locations from it with no MDS traffic.
-  Result<std::shared_ptr<OpenFile>> Open(uint64_t ino);
+  // writable: the handle may write (no plan bytes go to the kernel's page
+  // cache while one is open).
+  Result<std::shared_ptr<OpenFile>> Open(uint64_t ino, bool writable = false);
   // Reads up to `len` bytes at `offset` into `buf`; short at end of file.
   Result<size_t> Read(OpenFile& f, uint64_t offset, size_t len, char* buf);
   // One read of a batch: [offset, offset+length) into buf (caller-owned,
@@ -192,6 +201,14 @@ class Client {
   // FUSE daemon forwards it to the kernel's caches.
   using InvalidateHook = std::function<void(uint64_t ino, const std::string& name)>;
   void SetInvalidateHook(InvalidateHook h) { invalidate_hook_ = std::move(h); }
+
+  // Puts [offset, offset + bytes.size()) of inode `ino` into the kernel's
+  // page cache (a FUSE mount: fuse_lowlevel_notify_store); whether it did.
+  // Called on the plan executor's threads with no lock of the client held.
+  // Set before any plan is submitted. Without it (the native client) plans
+  // fetch into the fragment cache only.
+  using KernelStoreHook = std::function<bool(uint64_t ino, uint64_t offset, std::string_view bytes)>;
+  void SetKernelStoreHook(KernelStoreHook h) { kernel_store_hook_ = std::move(h); }
 
   // How long the kernel may cache attributes and entries: the lease time.
   double CacheTimeoutSeconds() const { return lease_ms_ / 1000.0; }
@@ -289,6 +306,9 @@ class Client {
   void StartPlans();
   // Reads plan entries of `ino` into the stream tier, together.
   Status FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries);
+  // Copies fetched entries from the stream tier into the kernel's page
+  // cache, whole pages only, none of the pages of `keep` (PlanFetcher::HandOff).
+  bool HandOffPlanned(uint64_t ino, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep);
   // Tells the plan of f's file about a read; whether the file has a plan.
   bool NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len);
   // --- what reads tell the prefetching (client_auto_plan.cc) ---
@@ -327,6 +347,7 @@ class Client {
   std::atomic<bool> stop_{false};
   std::thread renew_;
   InvalidateHook invalidate_hook_;
+  KernelStoreHook kernel_store_hook_;
   // Bumped by every revocation: a reply fetched while it moved may be stale
   // and is not cached.
   std::atomic<uint64_t> revoke_seq_{0};

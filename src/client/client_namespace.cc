@@ -163,6 +163,12 @@ Result<pb::Attr> Client::Truncate(const pb::SetAttrReq& in) {
       if (!s) return Err(s.error());
       st = *s;
     }
+    // No plan bytes go to the kernel while the size changes.
+    AddWriter(*st);
+    struct Writing {
+      FileState& st;
+      ~Writing() { RemoveWriter(st); }
+    } writing{*st};
     {
       std::unique_lock lk(st->mu);
       RUSTFS_RETURN_ERR(FlushLocked(*st));

@@ -2,7 +2,9 @@
 // (plan_executor.h) decides what to fetch and when; this file fetches it:
 // the entries of one fetch become page-aligned ranges read with one
 // EcReader call (one BatchRead per DSS for all of them) and kept in the
-// fragment cache's stream tier, where the readers find them.
+// fragment cache's stream tier, where the readers find them; on a FUSE
+// mount they are then copied into the kernel's page cache (hand-off), where
+// the readers find them without a FUSE request.
 #include <algorithm>
 #include <cstring>
 
@@ -16,6 +18,9 @@ class Client::PlanFetch final : public PlanFetcher {
   explicit PlanFetch(Client& c) : c_(c) {}
   Status Fetch(uint64_t ino, std::span<const PlanEntry> entries) override {
     return c_.FetchPlanned(ino, entries);
+  }
+  bool HandOff(uint64_t ino, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep) override {
+    return c_.HandOffPlanned(ino, entries, keep);
   }
 
  private:
@@ -88,6 +93,66 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
     fetched.Add(bufs[i].size());
   }
   return Status::Ok();
+}
+
+bool Client::HandOffPlanned(uint64_t ino, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep) {
+  static Counter& stored = GetCounter("client.plan_kernel_bytes");
+  if (!kernel_store_hook_ || !fcache_ || !cfg_.access_plan.kernel_handoff) return false;
+  auto st = FindOpen(ino);
+  if (!st) return false;
+  // Held while storing: no writer of this client starts meanwhile, and a
+  // revocation (another client's change) waits for it before it drops the
+  // kernel's copy, so the kernel never keeps bytes older than a change.
+  std::lock_guard hl(st->handoff_mu);
+  if (st->writers > 0) return false;
+  uint64_t size;
+  {
+    std::shared_lock lk(st->mu);
+    if (st->map_stale || !st->dirty.empty()) return false;
+    size = st->attr.size();
+  }
+  // Whole pages only (the kernel takes a page as read only when all of it
+  // is stored, or it ends the file), never past the end of file (a store
+  // there would grow the kernel's idea of the size), none of a kept entry's.
+  constexpr uint64_t kPage = FragmentCache::kPage;
+  auto pages = [&](const PlanEntry& e) {
+    return std::pair{e.offset / kPage * kPage, std::min((e.offset + e.length + kPage - 1) / kPage * kPage, size)};
+  };
+  IntervalSet want, kept;
+  for (const PlanEntry& e : keep) {
+    auto [a, b] = pages(e);
+    if (a < b) kept.Add(a, b);
+  }
+  for (const PlanEntry& e : entries) {
+    auto [a, b] = pages(e);
+    if (a < b) want.Add(a, b);
+  }
+  bool all = true;
+  std::string buf;
+  auto store = [&](uint64_t a, uint64_t b) {
+    buf.resize(b - a);
+    // Evicted or dropped (a revocation) since the fetch: left to the readers.
+    if (!fcache_->Read({ino}, a, b - a, buf.data(), FragmentCache::Tier::kStream).empty()) {
+      all = false;
+      return;
+    }
+    if (kernel_store_hook_(ino, a, buf)) {
+      stored.Add(buf.size());
+    } else {
+      all = false;
+    }
+  };
+  for (auto [a, b] : want.intervals()) {
+    uint64_t pos = a;
+    for (auto [ka, kb] : kept.intervals()) {
+      if (kb <= pos) continue;
+      if (ka >= b) break;
+      if (ka > pos) store(pos, ka);
+      pos = std::max(pos, kb);
+    }
+    if (pos < b) store(pos, b);
+  }
+  return all;
 }
 
 }  // namespace rustfs::client

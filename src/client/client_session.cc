@@ -207,14 +207,19 @@ bool Client::OnRevoke(uint64_t ino, const std::string& name, bool recall) {
           (void)FlushLocked(*st);
         }
       }
-      std::lock_guard lk(open_mu_);
-      if (st->opens > 0) {
-        st->map_stale = true;
-        st->drop_at_close = true;
-        open = true;
-      } else if (auto it = open_.find(ino); it != open_.end() && it->second == st) {
-        open_.erase(it);  // closed and now stale: not worth keeping
+      {
+        std::lock_guard lk(open_mu_);
+        if (st->opens > 0) {
+          st->map_stale = true;
+          st->drop_at_close = true;
+          open = true;
+        } else if (auto it = open_.find(ino); it != open_.end() && it->second == st) {
+          open_.erase(it);  // closed and now stale: not worth keeping
+        }
       }
+      // A hand-off storing plan bytes of the file in the kernel finishes
+      // before the kernel's copy goes below (later ones see map_stale).
+      std::lock_guard hl(st->handoff_mu);
     }
     if (fcache_) fcache_->Erase({ino});
   }

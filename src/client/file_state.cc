@@ -44,4 +44,14 @@ bool MapCovers(const FileState& st, uint64_t offset, uint64_t len) {
   return st.mapped.Covers(offset / cs, last + 1);
 }
 
+void AddWriter(FileState& st) {
+  std::lock_guard lk(st.handoff_mu);
+  st.writers++;
+}
+
+void RemoveWriter(FileState& st) {
+  std::lock_guard lk(st.handoff_mu);
+  st.writers--;
+}
+
 }  // namespace rustfs::client

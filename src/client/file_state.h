@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -61,12 +62,22 @@ struct FileState {
   std::atomic<bool> map_stale{false};
   // The AccessMode the last read of any handle was classified as (stats).
   std::atomic<int> last_mode{0};
+  // Plan-fetched bytes go to the kernel's page cache (Client::HandOffPlanned)
+  // only while nothing here may change the file: handles open for writing
+  // and truncations in progress count as writers. A writer starts by taking
+  // handoff_mu, so none starts while a hand-off is storing pages.
+  std::mutex handoff_mu;
+  int writers = 0;  // guarded by handoff_mu
   // Write errors (Linux's errseq): each failed publication of buffered
   // writes bumps err_seq and keeps its status; every handle reports it once
   // at its next fsync and close. Guarded by mu.
   uint64_t err_seq = 0;
   Status last_error;
 };
+
+// A writer of st begins (waiting for a hand-off storing pages) or ends.
+void AddWriter(FileState& st);
+void RemoveWriter(FileState& st);
 
 // Whether st.chunks knows every chunk [offset, offset + len) touches.
 bool MapCovers(const FileState& st, uint64_t offset, uint64_t len);

@@ -19,8 +19,10 @@ PlanExecutor::PlanExecutor(PlanFetcher& fetcher, const Options& options)
       wasted_bytes_(GetCounter("client.plan_wasted_bytes")),
       fetch_errors_(GetCounter("client.plan_fetch_errors")),
       abandoned_(GetCounter("client.plan_abandoned")),
-      completed_(GetCounter("client.plans_completed")) {
+      completed_(GetCounter("client.plans_completed")),
+      handed_(GetCounter("client.plan_handed")) {
   for (int i = 0; i < std::max(1, opt_.threads); i++) threads_.emplace_back([this] { Worker(); });
+  if (opt_.keep_every >= 2) handoff_thread_ = std::thread([this] { HandOffWorker(); });
 }
 
 PlanExecutor::~PlanExecutor() {
@@ -30,10 +32,13 @@ PlanExecutor::~PlanExecutor() {
     for (auto& [ino, p] : plans_) End(*p);
     plans_.clear();
     jobs_.clear();
+    handoffs_.clear();
   }
   jobs_cv_.notify_all();
   fetched_cv_.notify_all();
+  handoffs_cv_.notify_all();
   for (auto& t : threads_) t.join();
+  if (handoff_thread_.joinable()) handoff_thread_.join();
 }
 
 Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32_t depth, bool automatic) {
@@ -134,8 +139,51 @@ void PlanExecutor::Worker() {
     }
     if (s.ok()) prefetched_bytes_.Add(bytes);
     fetched_cv_.notify_all();
-    if (!p.ended) Pump(job.plan);
+    if (p.ended) continue;
+    Pump(job.plan);
+    if (s.ok() && handoff_thread_.joinable()) {
+      handoffs_.push_back(std::move(job));
+      handoffs_cv_.notify_one();
+    }
   }
+}
+
+void PlanExecutor::HandOffWorker() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lk(mu_);
+      handoffs_cv_.wait(lk, [&] { return stop_ || !handoffs_.empty(); });
+      if (stop_) return;
+      job = std::move(handoffs_.front());
+      handoffs_.pop_front();
+    }
+    HandOff(job);
+  }
+}
+
+void PlanExecutor::HandOff(const Job& job) {
+  auto kept = [&](uint32_t i) { return i % opt_.keep_every == opt_.keep_every - 1; };
+  std::vector<PlanEntry> entries, keep;
+  {
+    std::lock_guard lk(mu_);
+    const Plan& p = *job.plan;
+    if (p.ended) return;
+    for (uint32_t i : job.indexes) {
+      entries.push_back(p.entries[i]);
+      if (kept(i)) keep.push_back(p.entries[i]);
+    }
+  }
+  if (!fetcher_.HandOff(job.plan->ino, entries, keep)) return;
+  std::lock_guard lk(mu_);
+  Plan& p = *job.plan;
+  for (uint32_t i : job.indexes) {
+    if (kept(i) || p.state[i] != kFetched) continue;  // read meanwhile
+    Release(p, i);
+    p.state[i] = kHanded;
+    handed_.Inc();
+  }
+  if (!p.ended) Pump(job.plan);  // the budget it held is free
 }
 
 bool PlanExecutor::Reads(uint64_t offset, uint64_t end, uint64_t start, uint64_t stop) const {
@@ -204,7 +252,12 @@ void PlanExecutor::Consume(Plan& p, size_t i) {
   // came) would hold the window and the fetch budget forever: once the
   // readers are half a window past one, it is given up.
   const size_t slack = Window(p) / 2;
-  while (p.head < p.entries.size() && (p.state[p.head] == kRead || p.head + slack < p.reached)) {
+  // Handed entries the readers have passed were read from the kernel.
+  auto passed = [&](size_t i) {
+    return p.state[i] == kRead || (p.state[i] == kHanded && i < p.reached) || i + slack < p.reached;
+  };
+  while (p.head < p.entries.size() && passed(p.head)) {
+    if (p.state[p.head] == kHanded) p.state[p.head] = kRead;
     if (p.state[p.head] != kRead) Abandon(p, p.head);
     p.head++;
   }

@@ -17,6 +17,15 @@
 // Entries the kernel serves from its page cache never reach the executor:
 // they do not hold fetching back.
 //
+// Hand-off (a FUSE mount): the fetcher may put fetched entries into the
+// readers' kernel page cache, so that reading them costs no FUSE request.
+// Reads of such entries never reach the executor, so every `keep_every`-th
+// entry is kept back (the fetcher leaves its pages out of the kernel's
+// cache): its reads still come here and say where the readers are. A handed
+// entry no longer counts against the byte budget (the kernel's memory holds
+// it, and evicts it as it likes); readers passing it took it from the
+// kernel, and a read of it that reaches the executor anyway is a hit.
+//
 // A read of an entry whose fetch is still in flight waits for it (late); a
 // read of an entry not fetched yet is served at once and the entry is
 // skipped; entries the readers pass by half a window unread are given up
@@ -26,7 +35,10 @@
 // last entry is over (completed). Bytes fetched but never read when a plan
 // ends count as wasted.
 //
-// Thread-safe. Fetches run on the executor's own threads, outside its lock.
+// Thread-safe. Fetches run on the executor's own threads, outside its lock;
+// hand-offs on a thread of their own: storing into the kernel's page cache
+// waits for page locks that reads in flight hold, and those reads may be
+// waiting for a fetch, which must never wait behind a hand-off.
 #pragma once
 
 #include <condition_variable>
@@ -56,6 +68,15 @@ class PlanFetcher {
   // Reads these ranges of `ino` into the cache, together. Blocking; called
   // on the executor's threads.
   virtual Status Fetch(uint64_t ino, std::span<const PlanEntry> entries) = 0;
+  // After a successful Fetch of `entries`, once readers waiting for them
+  // have been let go: puts their bytes into the readers' kernel page cache,
+  // except the pages of the entries in `keep`. Whether it did (false: there
+  // is no such cache, or the file may be changing). Called on the
+  // executor's threads, with no lock of the executor held.
+  virtual bool HandOff(uint64_t ino, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep) {
+    (void)ino, (void)entries, (void)keep;
+    return false;
+  }
 };
 
 class PlanExecutor {
@@ -68,6 +89,7 @@ class PlanExecutor {
     uint32_t max_misses = 256;          // reads in a row outside the plan before it is dropped
     int threads = 2;                    // fetching threads
     uint32_t page = 4096;               // bytes the readers' kernel reads in (a FUSE mount's page); 1 = exact
+    uint32_t keep_every = 8;            // hand-off: every keep_every-th entry stays out of the kernel's cache
   };
   enum class Match { kNoPlan, kHit, kLate, kEarly, kMiss };
 
@@ -89,7 +111,8 @@ class PlanExecutor {
   bool HasPlan(uint64_t ino) const;
 
  private:
-  enum State : uint8_t { kIdle, kInFlight, kFetched, kRead };
+  // kHanded: fetched and handed to the readers' kernel page cache.
+  enum State : uint8_t { kIdle, kInFlight, kFetched, kHanded, kRead };
   struct Plan {
     uint64_t ino = 0;
     std::vector<PlanEntry> entries;
@@ -132,6 +155,10 @@ class PlanExecutor {
   void Abandon(Plan& p, size_t i);
   void Release(Plan& p, size_t i);
   void Worker();
+  // Hands a finished fetch's entries to the kernel (PlanFetcher::HandOff)
+  // and marks those still unread as handed. Takes mu_.
+  void HandOff(const Job& job);
+  void HandOffWorker();
 
   PlanFetcher& fetcher_;
   const Options opt_;
@@ -140,8 +167,11 @@ class PlanExecutor {
   std::condition_variable fetched_cv_;  // a fetch finished (late readers wait on it)
   std::unordered_map<uint64_t, std::shared_ptr<Plan>> plans_;
   std::deque<Job> jobs_;
+  std::condition_variable handoffs_cv_;  // a fetch to hand off, or stopping
+  std::deque<Job> handoffs_;             // fetched, for the kernel's page cache
   bool stop_ = false;
   std::vector<std::thread> threads_;
+  std::thread handoff_thread_;
 
   Counter& submitted_;
   Counter& hits_;
@@ -154,6 +184,7 @@ class PlanExecutor {
   Counter& fetch_errors_;
   Counter& abandoned_;
   Counter& completed_;
+  Counter& handed_;
 };
 
 }  // namespace rustfs::client

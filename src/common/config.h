@@ -109,6 +109,10 @@ struct Config {
     // fragment_cache.capacity (the stream tier, where prefetched bytes go).
     uint64_t max_prefetch_bytes = 0;
     bool auto_detect = true;  // strided and index-file plans found without the application
+    // A FUSE mount copies plan-fetched records into the kernel's page cache:
+    // reading them then costs no FUSE request (every 8th stays out, so its
+    // reads tell the plan where the readers are).
+    bool kernel_handoff = true;
     bool operator==(const AccessPlan&) const = default;
   } access_plan;
 

@@ -27,7 +27,7 @@ Client& C(fuse_req_t req) { return *static_cast<Client*>(fuse_req_userdata(req))
 
 // The kernel caches attributes and entries as long as our lease lasts:
 // another client's change revokes the lease, and the revocation
-// invalidates the kernel's copy (see InstallInvalidation).
+// invalidates the kernel's copy (see InstallKernelHooks).
 double Timeout(fuse_req_t req) { return C(req).CacheTimeoutSeconds(); }
 
 void ToStat(const pb::Attr& a, struct stat* st) {
@@ -57,6 +57,8 @@ void ReplyEntry(fuse_req_t req, const Result<pb::Attr>& a) {
   ToStat(*a, &e.attr);
   fuse_reply_entry(req, &e);
 }
+
+bool Writable(const fuse_file_info* fi) { return (fi->flags & O_ACCMODE) != O_RDONLY; }
 
 OpenFile& FileOf(fuse_file_info* fi) {
   return **reinterpret_cast<std::shared_ptr<OpenFile>*>(fi->fh);
@@ -141,8 +143,9 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
   auto a = C(req).Create(parent, name, mode & ~ctx->umask, ctx->uid, ctx->gid,
                          (fi->flags & O_EXCL) != 0);
   if (!a) return ReplyErr(req, a.error());
-  auto f = C(req).Open(a->ino());
+  auto f = C(req).Open(a->ino(), Writable(fi));
   if (!f) return ReplyErr(req, f.error());
+  fi->keep_cache = (*f)->keep_kernel_cache;
   fi->fh = reinterpret_cast<uint64_t>(new std::shared_ptr<OpenFile>(std::move(*f)));
   fuse_entry_param e{};
   e.ino = a->ino();
@@ -166,7 +169,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  auto f = C(req).Open(ino);
+  auto f = C(req).Open(ino, Writable(fi));
   if (!f) return ReplyErr(req, f.error());
   if (fi->flags & O_TRUNC) {
     pb::SetAttrReq r;
@@ -178,6 +181,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       return ReplyErr(req, a.error());
     }
   }
+  fi->keep_cache = (*f)->keep_kernel_cache;
   fi->fh = reinterpret_cast<uint64_t>(new std::shared_ptr<OpenFile>(std::move(*f)));
   fuse_reply_open(req, fi);
 }
@@ -504,7 +508,13 @@ fuse_lowlevel_ops MakeOps() {
 
 }  // namespace
 
-void InstallInvalidation(client::Client& c, fuse_session* se) {
+void InstallKernelHooks(client::Client& c, fuse_session* se) {
+  c.SetKernelStoreHook([se](uint64_t ino, uint64_t offset, std::string_view bytes) {
+    fuse_bufvec bv = FUSE_BUFVEC_INIT(bytes.size());
+    bv.buf[0].mem = const_cast<char*>(bytes.data());  // only read
+    // ENOENT: the kernel has forgotten the inode (nothing to store into).
+    return fuse_lowlevel_notify_store(se, ino, off_t(offset), &bv, fuse_buf_copy_flags(0)) == 0;
+  });
   c.SetInvalidateHook([se](uint64_t ino, const std::string& name) {
     // Errors (ENOENT: the kernel has nothing cached for it) are fine.
     if (name.empty()) {

@@ -21,8 +21,9 @@ void UseReadBatcher(ReadBatcher* b);
 // Set before the session loop.
 void AdvertiseControlSocket(const std::string& path);
 
-// Forwards the client's lease revocations to the kernel's caches.
-void InstallInvalidation(client::Client& c, fuse_session* se);
+// Forwards the client's lease revocations to the kernel's caches, and
+// lets access plans put fetched records into the kernel's page cache.
+void InstallKernelHooks(client::Client& c, fuse_session* se);
 
 // The xattr that returns this daemon's counters as JSON
 // (`getfattr -n user.rustfs.stats MOUNT`).

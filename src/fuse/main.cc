@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rustfs-fuse: cannot create FUSE session\n");
     return 1;
   }
-  rustfs::fuse::InstallInvalidation(**client, se);
+  rustfs::fuse::InstallKernelHooks(**client, se);
   if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, mountpoint.c_str()) != 0) {
     fprintf(stderr, "rustfs-fuse: cannot mount on %s\n", mountpoint.c_str());
     fuse_session_destroy(se);

@@ -76,6 +76,7 @@ TEST(ConfigDefaults, MatchLld002) {
   EXPECT_EQ(c.access_plan.default_prefetch_depth, 64u);
   EXPECT_TRUE(c.access_plan.enabled);
   EXPECT_TRUE(c.access_plan.auto_detect);
+  EXPECT_TRUE(c.access_plan.kernel_handoff);
   EXPECT_EQ(c.random_io.queue_depth, 1024u);
   EXPECT_TRUE(c.random_io.io_poll);
   EXPECT_EQ(c.random_io.coalesce_gap_threshold, 16 * kKiB);
@@ -507,6 +508,7 @@ policy = "tinylfu"
 enabled = true
 default_prefetch_depth = 128
 auto_detect = false
+kernel_handoff = false
 
 [random_io]
 queue_depth = 4096
@@ -549,6 +551,7 @@ TEST_F(ConfigFileTest, FullExampleFile) {
   EXPECT_TRUE(c.access_plan.enabled);
   EXPECT_EQ(c.access_plan.default_prefetch_depth, 128u);
   EXPECT_FALSE(c.access_plan.auto_detect);
+  EXPECT_FALSE(c.access_plan.kernel_handoff);
   EXPECT_EQ(c.random_io.queue_depth, 4096u);
   EXPECT_FALSE(c.random_io.io_poll);
   EXPECT_EQ(c.random_io.coalesce_gap_threshold, 32 * kKiB);

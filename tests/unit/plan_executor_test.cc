@@ -377,6 +377,136 @@ TEST(PlanExecutorTest, FailedFetchLeavesEntriesToTheirReaders) {
   EXPECT_EQ(ex.OnRead(8, 0, 10), Match::kEarly);  // not cached: its reader reads it
 }
 
+// A fetcher that hands what it fetched to a (pretend) kernel page cache.
+class HandingFetcher : public FakeFetcher {
+ public:
+  bool HandOff(uint64_t, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep) override {
+    std::unique_lock lk(mu_);
+    waiting_ = blocked_;
+    if (!cv_.wait_for(lk, 10s, [&] { return !blocked_; })) timed_out_ = true;
+    waiting_ = false;
+    for (const auto& e : keep) kept_.insert(e.offset);
+    for (const auto& e : entries)
+      if (!kept_.count(e.offset)) handed_.insert(e.offset);
+    return true;
+  }
+  // HandOff waits (bounded) until Unblock, as a store into the kernel's
+  // page cache waits for a page a read in flight holds locked.
+  void BlockHandOffs() {
+    std::lock_guard lk(mu_);
+    blocked_ = true;
+  }
+  void Unblock() {
+    std::lock_guard lk(mu_);
+    blocked_ = false;
+    cv_.notify_all();
+  }
+  bool HandOffWaiting() {
+    std::lock_guard lk(mu_);
+    return waiting_;
+  }
+  bool Handed(uint64_t offset) {
+    std::lock_guard lk(mu_);
+    return handed_.count(offset) != 0;
+  }
+  bool Kept(uint64_t offset) {
+    std::lock_guard lk(mu_);
+    return kept_.count(offset) != 0;
+  }
+  bool timed_out_ = false;  // a hand-off waited 10 s: the executor deadlocked
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool blocked_ = false, waiting_ = false;
+  std::set<uint64_t> handed_, kept_;
+};
+
+TEST(PlanExecutorTest, HandedEntriesNeedNoReadsAndKeptOnesPaceTheFetching) {
+  // The kernel serves handed entries: only reads of the entries kept back
+  // (every 4th) reach the executor, and they alone move the fetching
+  // through the whole plan, far past depth + budget.
+  HandingFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 16;
+  o.batch = 4;
+  o.threads = 1;
+  o.keep_every = 4;
+  o.max_bytes = 8 * 8192;  // 8 entries: handing off frees the budget
+  PlanExecutor ex(f, o);
+  auto plan = Shuffled(400, 8192, 5);
+  Counter& handed = GetCounter("client.plan_handed");
+  Counter& wasted = GetCounter("client.plan_wasted_bytes");
+  Counter& abandoned = GetCounter("client.plan_abandoned");
+  Counter& early = GetCounter("client.plan_early");
+  const uint64_t h0 = handed.Get(), w0 = wasted.Get(), a0 = abandoned.Get(), e0 = early.Get();
+  ASSERT_TRUE(ex.Submit(3, plan).ok());
+  for (size_t k = 0; k < plan.size(); k++) {
+    const uint64_t off = plan[k].offset;
+    if (k % 4 == 3) {
+      ASSERT_TRUE(f.WaitFor([&] { return f.Kept(off); })) << k;
+      EXPECT_FALSE(f.Handed(off)) << k;
+      ASSERT_EQ(ex.OnRead(3, off, 8192), Match::kHit) << k;
+    } else {
+      // The reader takes it from the kernel: nothing reaches the executor.
+      ASSERT_TRUE(f.WaitFor([&] { return f.Handed(off); })) << k;
+    }
+  }
+  EXPECT_EQ(f.FetchedCount(3), plan.size());
+  EXPECT_TRUE(f.WaitFor([&] { return handed.Get() - h0 == 300; })) << handed.Get() - h0;
+  EXPECT_EQ(wasted.Get() - w0, 0u);
+  EXPECT_EQ(abandoned.Get() - a0, 0u);
+  EXPECT_EQ(early.Get() - e0, 0u);
+}
+
+TEST(PlanExecutorTest, AHandedEntryReadAnywayIsAHit) {
+  // The kernel evicted it (or a page of it was kept back with a neighbour):
+  // its read reaches the client, which has its bytes.
+  HandingFetcher f;
+  PlanExecutor::Options o;
+  o.depth = 8;
+  o.batch = 8;
+  o.threads = 1;
+  o.keep_every = 4;
+  PlanExecutor ex(f, o);
+  auto plan = Shuffled(8, 8192, 6);
+  Counter& handed = GetCounter("client.plan_handed");
+  const uint64_t h0 = handed.Get();
+  ASSERT_TRUE(ex.Submit(4, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return handed.Get() - h0 == 6; }));
+  EXPECT_EQ(ex.OnRead(4, plan[0].offset, 8192), Match::kHit);
+  EXPECT_EQ(ex.OnRead(4, plan[3].offset, 8192), Match::kHit);  // kept back, fetched
+}
+
+TEST(PlanExecutorTest, AHandOffWaitingForAReadNeverHoldsUpTheFetchThatReadWaitsFor) {
+  // The kernel: a read of entry 4 holds its page locked while it waits for
+  // entry 4's fetch (late); the hand-off of entries 0-3 stores into that
+  // page and waits for the read. The fetch of entries 4-7 must go on.
+  HandingFetcher f;
+  f.BlockHandOffs();
+  PlanExecutor::Options o;
+  o.depth = 8;
+  o.batch = 4;
+  o.threads = 1;
+  o.keep_every = 4;
+  f.SetGate(false);
+  PlanExecutor ex(f, o);
+  std::vector<PlanEntry> plan;
+  for (uint64_t i = 0; i < 8; i++) plan.push_back({i * 4096, 4096});
+  ASSERT_TRUE(ex.Submit(9, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 4; }));  // entries 0-3 being fetched
+  std::atomic<int> match{-1};
+  std::thread reader;
+  f.SetGate(true);
+  ASSERT_TRUE(f.WaitFor([&] { return f.HandOffWaiting(); }));  // 0-3 fetched, their hand-off stuck
+  reader = std::thread([&] { match = int(ex.OnRead(9, 4 * 4096, 4096)); });
+  EXPECT_TRUE(f.WaitFor([&] { return match >= 0; }));  // entry 4 fetched meanwhile
+  f.Unblock();
+  reader.join();
+  EXPECT_TRUE(match == int(Match::kLate) || match == int(Match::kHit)) << match;
+  EXPECT_FALSE(f.timed_out_);
+}
+
 TEST(PlanExecutorTest, BadPlansRefused) {
   FakeFetcher f;
   PlanExecutor ex(f, PlanExecutor::Options());
