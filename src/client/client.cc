@@ -174,10 +174,8 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino, bool writable) {
   auto f = std::make_shared<OpenFile>();
   f->state = st;
   f->keep_kernel_cache = was_open;
-  if (writable) {
-    f->writable = true;
-    AddWriter(*st);
-  }
+  f->writable = writable;
+  if (writable) AddWriter(*st);
   std::shared_lock lk(st->mu);
   f->fsync_err_seen = f->close_err_seen = st->err_seq;  // earlier errors are not this handle's
   return f;

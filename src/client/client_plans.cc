@@ -12,6 +12,18 @@
 #include "layout/coalesce.h"
 
 namespace rustfs::client {
+namespace {
+
+constexpr uint64_t kPage = FragmentCache::kPage;
+
+// The whole pages holding the bytes of e that lie in a file of `size`
+// bytes, [start, end): the fragment cache and the kernel both keep pages.
+std::pair<uint64_t, uint64_t> PagesOf(const PlanEntry& e, uint64_t size) {
+  const uint64_t end = std::min(e.offset + e.length, size);
+  return {e.offset / kPage * kPage, (end + kPage - 1) / kPage * kPage};
+}
+
+}  // namespace
 
 class Client::PlanFetch final : public PlanFetcher {
  public:
@@ -38,6 +50,7 @@ void Client::StartPlans() {
   PlanExecutor::Options o;
   o.depth = cfg_.access_plan.default_prefetch_depth;
   o.max_bytes = PrefetchBudget();
+  if (!cfg_.access_plan.kernel_handoff) o.keep_every = 0;  // no hand-off (nor its thread)
   plan_fetch_ = std::make_unique<PlanFetch>(*this);
   plans_ = std::make_unique<PlanExecutor>(*plan_fetch_, o);
 }
@@ -66,14 +79,12 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
   // must never cache stale bytes.
   if (!MapFresh(*st, lo, hi - lo)) return Unavailable("inode " + std::to_string(ino) + " is changing");
   const uint64_t size = st->attr.size();
-  constexpr uint64_t kPage = FragmentCache::kPage;
   std::vector<layout::RangeRead> ranges;  // page-aligned
   for (const PlanEntry& e : entries) {
-    const uint64_t start = e.offset / kPage * kPage;
-    const uint64_t end = std::min(e.offset + e.length, size);
+    const auto [start, end] = PagesOf(e, size);
     if (start >= end) continue;  // past the end of file
     if (fcache_->Contains({ino}, start, end - start)) continue;
-    ranges.push_back({start, (end + kPage - 1) / kPage * kPage - start, ranges.size()});
+    ranges.push_back({start, end - start, ranges.size()});
   }
   if (ranges.empty()) return Status::Ok();
   // Entries sharing pages (neighbouring records) are fetched once.
@@ -97,7 +108,7 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
 
 bool Client::HandOffPlanned(uint64_t ino, std::span<const PlanEntry> entries, std::span<const PlanEntry> keep) {
   static Counter& stored = GetCounter("client.plan_kernel_bytes");
-  if (!kernel_store_hook_ || !fcache_ || !cfg_.access_plan.kernel_handoff) return false;
+  if (!kernel_store_hook_) return false;  // the native client: no kernel cache to fill
   auto st = FindOpen(ino);
   if (!st) return false;
   // Held while storing: no writer of this client starts meanwhile, and a
@@ -114,9 +125,9 @@ bool Client::HandOffPlanned(uint64_t ino, std::span<const PlanEntry> entries, st
   // Whole pages only (the kernel takes a page as read only when all of it
   // is stored, or it ends the file), never past the end of file (a store
   // there would grow the kernel's idea of the size), none of a kept entry's.
-  constexpr uint64_t kPage = FragmentCache::kPage;
   auto pages = [&](const PlanEntry& e) {
-    return std::pair{e.offset / kPage * kPage, std::min((e.offset + e.length + kPage - 1) / kPage * kPage, size)};
+    const auto [start, end] = PagesOf(e, size);
+    return std::pair{start, std::min(end, size)};
   };
   IntervalSet want, kept;
   for (const PlanEntry& e : keep) {

@@ -89,7 +89,7 @@ class PlanExecutor {
     uint32_t max_misses = 256;          // reads in a row outside the plan before it is dropped
     int threads = 2;                    // fetching threads
     uint32_t page = 4096;               // bytes the readers' kernel reads in (a FUSE mount's page); 1 = exact
-    uint32_t keep_every = 8;            // hand-off: every keep_every-th entry stays out of the kernel's cache
+    uint32_t keep_every = 8;            // hand-off: every keep_every-th entry stays out of the kernel's cache; < 2: no hand-off
   };
   enum class Match { kNoPlan, kHit, kLate, kEarly, kMiss };
 
