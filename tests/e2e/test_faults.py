@@ -205,25 +205,30 @@ def _reply_code(sock, first=True):
     hdr = recv_exact(sock, hlen)
     recv_exact(sock, plen)
     i = 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = hdr[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
     while i < len(hdr):  # find field 3 (code), a varint
-        key = hdr[i]
-        i += 1
+        key = varint()
         num, wt = key >> 3, key & 7
         if wt == 0:
-            v = 0
-            shift = 0
-            while True:
-                b = hdr[i]
-                i += 1
-                v |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
+            v = varint()
             if num == 3:
                 return v
-        else:
-            ln = hdr[i]
-            i += 1
+        elif wt == 1:  # fixed64
+            i += 8
+        elif wt == 5:  # fixed32
+            i += 4
+        else:  # length-delimited: the length is a varint too
+            ln = varint()
             i += ln
     return 0
 
