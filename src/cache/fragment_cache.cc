@@ -52,10 +52,12 @@ const char* FragmentCache::PageOf(const std::string& v, uint32_t page) {
 
 std::shared_ptr<std::string> FragmentCache::NewValue(uint64_t mask) {
   constexpr size_t kAlign = 64, kMinHeader = 16;  // byte 0, padding, 8-byte mask
-  auto v = std::make_shared<std::string>(kMinHeader + kAlign + std::popcount(mask) * kPage, '\0');
+  auto v = std::make_shared<std::string>();
+  ResizeUninitialized(*v, kMinHeader + kAlign + std::popcount(mask) * kPage);  // pages: the caller's
   uintptr_t at = reinterpret_cast<uintptr_t>(v->data());
   size_t h = ((at + kMinHeader + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
   v->resize(h + std::popcount(mask) * kPage);  // shrinking keeps the buffer
+  std::memset(v->data(), 0, h);
   (*v)[0] = char(h);
   std::memcpy(v->data() + h - 8, &mask, 8);
   return v;
@@ -140,7 +142,8 @@ void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_vie
       uint64_t p = g * grain_ + page * kPage;
       if (add_mask >> page & 1) {
         size_t n = std::min<uint64_t>(kPage, end - p);
-        std::memcpy(out, data.data() + (p - offset), n);  // the rest stays zero
+        std::memcpy(out, data.data() + (p - offset), n);
+        std::memset(out + n, 0, kPage - n);  // a short last page: past the end of file
       } else {
         std::memcpy(out, PageOf(*old, page), kPage);
       }

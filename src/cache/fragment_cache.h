@@ -28,6 +28,7 @@
 
 #include "cache/sharded_cache.h"
 #include "common/config.h"
+#include "common/uninit.h"
 
 namespace rustfs::cache {
 
@@ -65,7 +66,8 @@ class FragmentCache {
                           Tier first = Tier::kFrequency);
   // Fills dst with [offset, offset+len): cached pages are copied, each run
   // of missing pages is fetched by `fetch(run_offset, run_length, buf)`
-  // -> Status (page-aligned, buf zeroed), cached in `tier` unless `keep()`
+  // -> Status (page-aligned; buf is not initialised: fetch writes all of
+  // it, zeros past the object's end), cached in `tier` unless `keep()`
   // says no (e.g. a revocation arrived meanwhile), and copied. Templates,
   // not std::function, so a hit costs no allocation.
   template <class Fetch, class Keep>
@@ -74,7 +76,7 @@ class FragmentCache {
     std::vector<Range> misses = Read(ino, offset, len, dst, tier);
     std::string pages;
     for (const Range& m : misses) {
-      pages.assign(m.length, '\0');
+      ResizeUninitialized(pages, m.length);
       RUSTFS_RETURN_IF_ERROR(fetch(m.offset, m.length, pages.data()));
       if (keep()) Insert(ino, m.offset, pages, tier);
       uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + len);
@@ -140,7 +142,8 @@ class FragmentCache {
   // of cached pages in its last 8 bytes), then those pages packed in page
   // order, starting 64-byte aligned.
   static uint64_t MaskOf(const std::string& v);
-  // A zeroed value with room for mask's pages.
+  // A value with room for mask's pages: its header written, the pages left
+  // for the caller to fill, every one of them.
   static std::shared_ptr<std::string> NewValue(uint64_t mask);
   static const char* PageOf(const std::string& v, uint32_t page);
 

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/uninit.h"
 
 namespace rustfs::client {
 
@@ -290,8 +291,8 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   const uint64_t seq = revoke_seq_.load();
   std::vector<ReadExtent> extents;
   for (Miss& m : misses) {
-    m.pages.assign(m.length, '\0');
-    AppendExtents(st, m.offset, std::min(m.offset + m.length, size) - m.offset, m.pages.data(), extents);
+    ResizeUninitialized(m.pages, m.length);
+    AppendExtents(st, m.offset, m.length, m.pages.data(), extents);
   }
   Status fetched = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
   const bool keep = fcache_ && revoke_seq_.load() == seq;  // nothing cached across a revocation
@@ -322,10 +323,15 @@ FragmentCache::Tier Client::TierFor(const OpenFile& f) const {
                                                       : FragmentCache::Tier::kFrequency;
 }
 
-// Caller holds st.mu (shared is enough). Holes read as zeros.
+// Caller holds st.mu (shared is enough). Holes and the bytes past the end
+// of file (a fetch of whole pages) are zeroed here, the rest is left to the
+// extents' reader: buf need not be initialised.
 void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
                            std::vector<ReadExtent>& extents) {
-  for (auto& s : layout::SplitFileRange(st.geo.chunk_size, offset, len)) {
+  const uint64_t size = st.attr.size();
+  const uint64_t in_file = offset >= size ? 0 : std::min(len, size - offset);
+  std::memset(buf + in_file, 0, len - in_file);
+  for (auto& s : layout::SplitFileRange(st.geo.chunk_size, offset, in_file)) {
     auto it = st.chunks.find(s.chunk_index);
     if (it == st.chunks.end()) {
       std::memset(buf + s.buf_offset, 0, s.length);  // a hole
@@ -349,18 +355,15 @@ Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* bu
 // `buf` may be null (prefetch: fill the cache only). Caller holds st.mu.
 Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                                 FragmentCache::Tier tier) {
-  const uint64_t size = st.attr.size();
   std::string scratch;
   if (!buf) {
-    scratch.resize(len);
+    ResizeUninitialized(scratch, len);
     buf = scratch.data();
   }
   uint64_t seq = revoke_seq_.load();
   return fcache_->ReadThrough(
       {st.ino}, offset, len, buf, tier,
-      [&](uint64_t off, uint64_t n, char* pages) {
-        return FetchRange(st, off, std::min(off + n, size) - off, pages);  // zeros past EOF
-      },
+      [&](uint64_t off, uint64_t n, char* pages) { return FetchRange(st, off, n, pages); },
       // Not cached if a revocation came in meanwhile: the bytes may predate it.
       [&] { return revoke_seq_.load() == seq; });
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "client/client.h"
+#include "common/uninit.h"
 #include "layout/coalesce.h"
 
 namespace rustfs::client {
@@ -93,8 +94,8 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
   std::vector<ReadExtent> extents;
   for (size_t i = 0; i < merged.size(); i++) {
     const uint64_t start = merged[i].offset;
-    bufs[i].assign(merged[i].length, '\0');
-    AppendExtents(*st, start, std::min(merged[i].end(), size) - start, bufs[i].data(), extents);  // zeros past EOF
+    ResizeUninitialized(bufs[i], merged[i].length);
+    AppendExtents(*st, start, merged[i].length, bufs[i].data(), extents);
   }
   const uint64_t seq = revoke_seq_.load();
   if (!extents.empty()) RUSTFS_RETURN_IF_ERROR(reader_->Read(ino, st->geo, extents));
@@ -141,7 +142,7 @@ bool Client::HandOffPlanned(uint64_t ino, std::span<const PlanEntry> entries, st
   bool all = true;
   std::string buf;
   auto store = [&](uint64_t a, uint64_t b) {
-    buf.resize(b - a);
+    ResizeUninitialized(buf, b - a);  // the cache fills it, or it is not used
     // Evicted or dropped (a revocation) since the fetch: left to the readers.
     if (!fcache_->Read({ino}, a, b - a, buf.data(), FragmentCache::Tier::kStream).empty()) {
       all = false;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "common/uninit.h"
 #include "dss/numa_pinning.h"
 
 namespace rustfs::dss {
@@ -154,7 +155,7 @@ void DssService::RegisterHandlers() {
 Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length,
                              std::string& out) {
   if (!hot_) return store_->Read(id, offset, length, out);
-  out.assign(length, '\0');
+  ResizeUninitialized(out, length);  // ReadThrough writes all of it
   std::string pages;
   return hot_->ReadThrough(HotKey(id), offset, length, out.data(),
                            cache::FragmentCache::Tier::kFrequency,
@@ -176,7 +177,10 @@ void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep,
   const int n = req.reads_size();
   std::vector<uint64_t> at(n + 1, 0);
   for (int i = 0; i < n; i++) at[i + 1] = at[i] + req.reads(i).length();
-  payload.assign(at[n], '\0');
+  // Every byte of a segment is written below (hot-tier hits, pieces read
+  // into it or staged), or the segment fails and is cut out.
+  payload.clear();
+  ResizeUninitialized(payload, at[n]);
   std::vector<Status> status(n);
   std::vector<ShardRead> pieces;
   struct Staged {        // a hot-tier miss wider than its segment (whole pages)
@@ -198,7 +202,10 @@ void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep,
       const bool inside = m.offset >= r.offset() && m.offset + m.length <= r.offset() + r.length();
       pieces.push_back({id, m.offset, m.length, inside ? dst + (m.offset - r.offset()) : nullptr, {}});
       piece_seg.push_back(i);
-      if (!inside) staged.push_back({pieces.size() - 1, std::string(m.length, '\0')});
+      if (!inside) {
+        staged.push_back({pieces.size() - 1, {}});
+        ResizeUninitialized(staged.back().buf, m.length);
+      }
     }
   }
   for (Staged& st : staged) pieces[st.piece].dst = st.buf.data();

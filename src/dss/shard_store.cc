@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/uninit.h"
 #include "ec/crc.h"
 
 namespace rustfs::dss {
@@ -126,7 +127,7 @@ Status ShardStore::Write(const ShardId& id, uint64_t base_version, uint64_t offs
 }
 
 Status ShardStore::Read(const ShardId& id, uint64_t offset, uint64_t length, std::string& out) {
-  out.assign(length, '\0');
+  ResizeUninitialized(out, length);  // ReadPieces writes all of it
   ShardRead r{id, offset, length, out.data(), {}};
   ReadPieces({&r, 1}, /*use_engine=*/false);
   return r.status;
@@ -151,7 +152,6 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
   size_t arena_bytes = 0;
   for (size_t i = 0; i < reads.size(); i++) {
     ShardRead& r = reads[i];
-    std::memset(r.dst, 0, r.length);  // bytes past the data read as zeros
     auto m = index_->Find(r.id);
     if (!m) {
       r.status = NotFound("shard " + r.id.ToString());
@@ -171,7 +171,11 @@ void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {
     r.status = Status::Ok();
     Piece& p = pieces[i];
     p.end = std::min(r.offset + r.length, m->data_len);
-    if (r.offset >= p.end) continue;  // wholly past the data: zeros
+    // Bytes past the data read as zeros; the rest is copied in below (dst
+    // need not be initialised).
+    const uint64_t data_bytes = r.offset >= p.end ? 0 : p.end - r.offset;
+    std::memset(r.dst + data_bytes, 0, r.length - data_bytes);
+    if (data_bytes == 0) continue;
     p.a_start = r.offset / kBlock * kBlock;
     p.a_end = std::min((p.end + kBlock - 1) / kBlock * kBlock, m->data_len);
     p.at = arena_bytes;

@@ -37,7 +37,10 @@
 namespace rustfs::dss {
 
 // One piece of a batched read: [offset, offset+length) of shard `id` into
-// dst (caller-owned, length bytes). Out: status.
+// dst (caller-owned, length bytes; need not be initialised: a read that
+// succeeds writes all of it, zeros past the shard's data, and one that
+// fails leaves it as it was, so no unverified byte ever reaches it).
+// Out: status.
 struct ShardRead {
   ShardId id;
   uint64_t offset = 0;

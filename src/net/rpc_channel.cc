@@ -18,6 +18,7 @@
 
 #include "common/fd_io.h"
 #include "common/spin_policy.h"
+#include "common/uninit.h"
 #include "net/rpc_server.h"
 
 namespace rustfs::net {
@@ -255,7 +256,7 @@ Result<RpcReply> TcpCall::Wait() {
   if (!p) return fail("bad reply frame (" + p.error().message() + ")");
   std::string hdr_bytes(p->header_len, '\0');
   RpcReply reply;
-  reply.payload.resize(p->payload_len);
+  ResizeUninitialized(reply.payload, p->payload_len);  // read in full below, or the reply fails
   if (!ReadFull(fd, hdr_bytes.data(), hdr_bytes.size()) ||
       !ReadFull(fd, reply.payload.data(), reply.payload.size()))
     return fail("truncated reply");

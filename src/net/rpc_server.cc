@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "common/uninit.h"
 
 namespace rustfs::net {
 
@@ -139,7 +140,7 @@ struct RpcServer::Impl {
         co_return false;
       }
       mine += step;
-      buf.resize(have + step);
+      ResizeUninitialized(buf, have + step);  // read in full below, or the connection closes
       // Usually the bytes came with the prefix: take what is there without
       // waiting (no timer on the common path), then wait for the rest.
       size_t got = 0;
