@@ -233,6 +233,13 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
 }
 
 Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
+  for (const ReadReq& r : reqs) {
+    if (r.via && r.via->state != f.state) {
+      Status bad = InvalidArgument("ReadMany: a read came through an open file of another inode");
+      for (ReadReq& q : reqs) q.status = bad, q.bytes = 0;
+      return bad;
+    }
+  }
   bool planned = false;
   for (const ReadReq& r : reqs) planned |= NotePlannedRead(f, r.offset, r.length);
   for (int attempt = 0;; attempt++) {
@@ -258,31 +265,35 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     return s;
   }
   const uint64_t size = st.attr.size();
-  const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(f);
+  auto tier_of = [&](const ReadReq& r) {
+    return planned ? FragmentCache::Tier::kStream : TierFor(r.via ? *r.via : f);
+  };
   // What the cache lacks, over all requests, fetched in one reader call:
   // the pieces of every miss reach each DSS in one BatchRead.
   struct Miss {
     size_t req;
     uint64_t offset, length;  // page-aligned (file bytes; zeros past EOF)
+    FragmentCache::Tier tier;  // where it is cached
     std::string pages;
   };
   std::vector<Miss> misses;
   for (size_t i = 0; i < reqs.size(); i++) {
     ReadReq& r = reqs[i];
+    const FragmentCache::Tier tier = tier_of(r);  // before this read can switch its file's mode
     r.status = Status::Ok();
     r.bytes = r.offset >= size ? 0 : std::min<uint64_t>(r.length, size - r.offset);
     if (first) app_reads_.Inc();
     if (r.bytes == 0) continue;
     if (first) {
       app_bytes_read_.Add(r.bytes);
-      NoteRead(f, st, r.offset, r.bytes, size, planned);
+      NoteRead(r.via ? *r.via : f, st, r.offset, r.bytes, size, planned);
     }
     if (!fcache_) {
-      misses.push_back({i, r.offset, r.bytes, {}});
+      misses.push_back({i, r.offset, r.bytes, tier, {}});
       continue;
     }
     for (const auto& m : fcache_->Read({st.ino}, r.offset, r.bytes, r.buf, tier))
-      misses.push_back({i, m.offset, m.length, {}});
+      misses.push_back({i, m.offset, m.length, tier, {}});
   }
   if (misses.empty()) {
     for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
@@ -303,7 +314,7 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
       r.bytes = 0;
       continue;
     }
-    if (keep) fcache_->Insert({st.ino}, m.offset, m.pages, tier);
+    if (keep) fcache_->Insert({st.ino}, m.offset, m.pages, m.tier);
     uint64_t s = std::max(m.offset, r.offset), e = std::min(m.offset + m.length, r.offset + r.bytes);
     std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
   }

@@ -166,11 +166,16 @@ class Client {
     char* buf = nullptr;
     size_t bytes = 0;
     Status status;
+    // The open file of the same inode this read came through, when not the
+    // one ReadMany is given (several readers of one file, e.g. fio jobs or
+    // DataLoader workers): its access detector sees the read. Not owned.
+    OpenFile* via = nullptr;
   };
   // Serves many reads of one file together: cache hits are copied, and the
   // pieces all the misses need are grouped so that each DSS gets one
   // BatchRead for the whole set (LLD-002 §5.2, the role of an RDMA SGL).
   // Each request gets its own status; the return value is the first error.
+  // A `via` of another inode fails every request (InvalidArgument).
   Status ReadMany(OpenFile& f, std::span<ReadReq> reqs);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
   // fallocate(2): mode 0 or FALLOC_FL_KEEP_SIZE (space is not reserved:

@@ -43,18 +43,22 @@ void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset
 }
 
 void ReadBatcher::Serve(std::vector<Item>& batch) {
-  // Each file's reads go together (ReadMany takes one open file).
+  // Each inode's reads go together, whichever open file they came through
+  // (several readers of one file: fio jobs, DataLoader workers): one
+  // ReadMany, so one BatchRead per DSS for all of them.
+  auto inode = [](const Item& it) { return it.file->state.get(); };
   std::stable_sort(batch.begin(), batch.end(),
-                   [](const Item& a, const Item& b) { return a.file < b.file; });
+                   [&](const Item& a, const Item& b) { return inode(a) < inode(b); });
   std::vector<std::unique_ptr<char[]>> bufs;
   std::vector<client::Client::ReadReq> reqs;
   for (size_t i = 0; i < batch.size();) {
     size_t j = i;
     bufs.clear();
     reqs.clear();
-    for (; j < batch.size() && batch[j].file == batch[i].file; j++) {
+    for (; j < batch.size() && inode(batch[j]) == inode(batch[i]); j++) {
       bufs.emplace_back(new char[batch[j].size]);
-      reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {}});
+      reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {},
+                      batch[j].file == batch[i].file ? nullptr : batch[j].file});
     }
     (void)client_.ReadMany(*batch[i].file, reqs);  // each request carries its own status
     for (size_t k = 0; k < reqs.size(); k++) {

@@ -1,7 +1,7 @@
 // Batched FUSE reads (LLD-002 §5.2 through the kernel interface): a FUSE
 // worker that receives a read queues it; if fewer than `max_leaders`
 // workers are serving reads, it becomes one: it takes everything queued so
-// far, serves each open file's share with one Client::ReadMany (whose cache
+// far, serves each inode's share with one Client::ReadMany (whose cache
 // misses reach each DSS as one BatchRead), replies, and goes on while reads
 // keep arriving. Under load, N queued reads cost one round trip per DSS; at
 // queue depth 1 a read is served by the worker that received it, and no

@@ -137,3 +137,41 @@ def test_4k_random_reads_have_low_amplification_and_no_mds_rpcs(shared_cluster):
     assert d("mds", "mds.chunk_map_rpcs") <= 4  # fio's own open()s, not per read
     # Healthy cluster: no degraded read except where a slow reply was hedged.
     assert d("client", "client.reconstructions") <= d("client", "client.hedged_reads")
+
+
+def test_concurrent_readers_through_their_own_descriptors_read_exact_bytes(shared_cluster, tmp_path):
+    """Several readers of one file, each through its own descriptor (fio
+    jobs, DataLoader workers): the mount serves the reads in flight together
+    whichever descriptor they came through (one batch per inode), and every
+    reader gets its own bytes."""
+    import threading
+    src = tmp_path / "src.bin"
+    random_file(src, 48 * MiB + 1234, seed=21)
+    p = shared_cluster.path("readers.bin")
+    shutil.copyfile(src, p)
+    ref = src.read_bytes()
+    drop_caches()
+    errors = []
+
+    def reader(seed):
+        rng = random.Random(seed)
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead: each read reaches the mount
+            for _ in range(1500):
+                off = rng.randrange(len(ref) + 100)
+                n = rng.choice([1, 4096, 5000, 65536, 131072])
+                got = os.pread(fd, n, off)
+                if got != ref[off:off + n]:
+                    errors.append((seed, off, n, len(got)))
+                    return
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    assert not errors, f"wrong bytes (reader, offset, length, got): {errors}"
