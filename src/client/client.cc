@@ -265,9 +265,6 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     return s;
   }
   const uint64_t size = st.attr.size();
-  auto tier_of = [&](const ReadReq& r) {
-    return planned ? FragmentCache::Tier::kStream : TierFor(r.via ? *r.via : f);
-  };
   // What the cache lacks, over all requests, fetched in one reader call:
   // the pieces of every miss reach each DSS in one BatchRead.
   struct Miss {
@@ -279,14 +276,16 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   std::vector<Miss> misses;
   for (size_t i = 0; i < reqs.size(); i++) {
     ReadReq& r = reqs[i];
-    const FragmentCache::Tier tier = tier_of(r);  // before this read can switch its file's mode
+    OpenFile& through = r.via ? *r.via : f;  // whose detector sees this read
+    // Before this read can switch its file's mode.
+    const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(through);
     r.status = Status::Ok();
     r.bytes = r.offset >= size ? 0 : std::min<uint64_t>(r.length, size - r.offset);
     if (first) app_reads_.Inc();
     if (r.bytes == 0) continue;
     if (first) {
       app_bytes_read_.Add(r.bytes);
-      NoteRead(r.via ? *r.via : f, st, r.offset, r.bytes, size, planned);
+      NoteRead(through, st, r.offset, r.bytes, size, planned);
     }
     if (!fcache_) {
       misses.push_back({i, r.offset, r.bytes, tier, {}});
