@@ -202,34 +202,12 @@ Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
   return Status::Ok();
 }
 
+// One read is a batch of one: the cache, the plan, the detector and the
+// retry on a stale map are ReadMany's, in one place.
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
-  FileState& st = *f.state;
-  app_reads_.Inc();
-  // Before taking the file's lock: the read may wait for its planned fetch.
-  const bool planned = NotePlannedRead(f, offset, len);
-  // kStale from the reader: the map named a chunk version that is gone (an
-  // overwrite raced with this read): fetch the map again and read again.
-  for (int attempt = 0;; attempt++) {
-    std::shared_lock<std::shared_mutex> rl;
-    std::unique_lock<std::shared_mutex> wl;
-    RUSTFS_RETURN_ERR(LockForRead(st, offset, len, rl, wl));
-    uint64_t size = st.attr.size();
-    if (offset >= size || len == 0) return 0;
-    const size_t n = std::min<uint64_t>(len, size - offset);
-    if (attempt == 0) {
-      app_bytes_read_.Add(n);
-      NoteRead(f, st, offset, n, size, planned);
-    }
-    const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(f);
-    Status s = fcache_ ? ReadThroughCache(st, offset, n, buf, tier) : FetchRange(st, offset, n, buf);
-    if (s.code() == Code::kStale && attempt < 2) {
-      st.map_stale = true;
-      continue;
-    }
-    RUSTFS_RETURN_ERR(s);
-    MaybeIndex(f.state, offset, buf, n);
-    return n;
-  }
+  ReadReq r{.offset = offset, .length = len, .buf = buf};
+  RUSTFS_RETURN_ERR(ReadMany(f, std::span(&r, 1)));
+  return r.bytes;
 }
 
 Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
@@ -244,7 +222,8 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
   for (const ReadReq& r : reqs) planned |= NotePlannedRead(f, r.offset, r.length);
   for (int attempt = 0;; attempt++) {
     Status s = ReadManyOnce(f, reqs, attempt == 0, planned);
-    // As in Read: a chunk version gone under a racing overwrite.
+    // kStale from the reader: the map named a chunk version that is gone
+    // (an overwrite raced with this read): fetch the map again, read again.
     if (s.code() != Code::kStale || attempt >= 2) return s;
     f.state->map_stale = true;
   }
@@ -266,7 +245,9 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   }
   const uint64_t size = st.attr.size();
   // What the cache lacks, over all requests, fetched in one reader call:
-  // the pieces of every miss reach each DSS in one BatchRead.
+  // the pieces of every miss reach each DSS in one BatchRead. Without a
+  // cache every request is read straight into its buffer (extents).
+  std::vector<ReadExtent> extents;
   struct Miss {
     size_t req;
     uint64_t offset, length;  // page-aligned (file bytes; zeros past EOF)
@@ -287,39 +268,38 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
       app_bytes_read_.Add(r.bytes);
       NoteRead(through, st, r.offset, r.bytes, size, planned);
     }
-    if (!fcache_) {
-      misses.push_back({i, r.offset, r.bytes, tier, {}});
+    if (!fcache_) {  // no cache to fill: straight into the caller's buffer
+      AppendExtents(st, r.offset, r.bytes, r.buf, extents);
       continue;
     }
     for (const auto& m : fcache_->Read({st.ino}, r.offset, r.bytes, r.buf, tier))
       misses.push_back({i, m.offset, m.length, tier, {}});
   }
-  if (misses.empty()) {
-    for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
-    return Status::Ok();
-  }
   const uint64_t seq = revoke_seq_.load();
-  std::vector<ReadExtent> extents;
   for (Miss& m : misses) {
     ResizeUninitialized(m.pages, m.length);
     AppendExtents(st, m.offset, m.length, m.pages.data(), extents);
   }
   Status fetched = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
-  const bool keep = fcache_ && revoke_seq_.load() == seq;  // nothing cached across a revocation
+  if (!fetched.ok()) {  // the requests that needed the reader fail
+    auto fail = [&](ReadReq& r) { r.status = fetched, r.bytes = 0; };
+    if (fcache_) {
+      for (Miss& m : misses) fail(reqs[m.req]);
+    } else {
+      for (ReadReq& r : reqs)
+        if (r.bytes > 0) fail(r);
+    }
+    return fetched;
+  }
+  const bool keep = revoke_seq_.load() == seq;  // nothing cached across a revocation
   for (Miss& m : misses) {
     ReadReq& r = reqs[m.req];
-    if (!fetched.ok()) {
-      r.status = fetched;
-      r.bytes = 0;
-      continue;
-    }
     if (keep) fcache_->Insert({st.ino}, m.offset, m.pages, m.tier);
     uint64_t s = std::max(m.offset, r.offset), e = std::min(m.offset + m.length, r.offset + r.bytes);
     std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
   }
-  if (fetched.ok())
-    for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
-  return fetched;
+  for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
+  return Status::Ok();
 }
 
 bool Client::NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len) {
