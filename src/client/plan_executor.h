@@ -84,7 +84,7 @@ class PlanExecutor {
   struct Options {
     uint32_t depth = 64;                // entries fetched past the furthest one read
     uint64_t max_bytes = 128ull << 20;  // ...and bytes
-    uint32_t batch = 32;                // entries per fetch at most
+    uint32_t batch = 32;                // entries per fetch at most; one waits for min(batch, depth / 2) of room
     uint32_t window = 0;                // match window in entries; 0 = max(4 x depth, 1024)
     uint32_t max_misses = 256;          // reads in a row outside the plan before it is dropped
     int threads = 2;                    // fetching threads

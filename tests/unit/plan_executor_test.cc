@@ -30,6 +30,7 @@ class FakeFetcher : public PlanFetcher {
     cv_.notify_all();
     cv_.wait(lk, [&] { return open_; });
     for (const auto& e : entries) fetched_[ino].insert(e.offset);
+    sizes_.push_back(entries.size());
     in_flight_ -= entries.size();
     fetches_++;
     cv_.notify_all();
@@ -64,6 +65,11 @@ class FakeFetcher : public PlanFetcher {
     std::lock_guard lk(mu_);
     return in_flight_;
   }
+  // Entries per fetch, in the order the fetches finished.
+  std::vector<size_t> Sizes() {
+    std::lock_guard lk(mu_);
+    return sizes_;
+  }
 
  private:
   std::mutex mu_;
@@ -71,6 +77,7 @@ class FakeFetcher : public PlanFetcher {
   std::map<uint64_t, std::set<uint64_t>> fetched_;
   size_t in_flight_ = 0;
   size_t fetches_ = 0;
+  std::vector<size_t> sizes_;
   bool open_ = true;
   bool fail_ = false;
 };
@@ -111,6 +118,9 @@ TEST(PlanExecutorTest, EveryPlannedReadIsAHitAfterWarmUp) {
   }
   EXPECT_EQ(hits.Get() - h0, plan.size());
   EXPECT_EQ(f.FetchedCount(7), plan.size());
+  // The reader moved one entry at a time, yet every fetch took a whole
+  // batch (each is a BatchRead on every DSS): 400 entries, 100 fetches of 4.
+  EXPECT_EQ(f.Sizes(), std::vector<size_t>(100, 4));
 }
 
 TEST(PlanExecutorTest, ReadersOutOfOrderAndManyProcessesMatch) {
@@ -249,12 +259,13 @@ TEST(PlanExecutorTest, NewPlanReplacesAndCountsWaste) {
   ASSERT_TRUE(ex.Submit(4, a).ok());
   ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 8000; }));  // depth 8: entries 0..7
   const uint64_t w0 = wasted.Get();
-  EXPECT_EQ(ex.OnRead(4, 0, 1000), Match::kHit);
-  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 9000; }));  // and so entry 8
+  for (uint64_t i = 0; i < 4; i++) EXPECT_EQ(ex.OnRead(4, i * 1000, 1000), Match::kHit);
+  // and so entries 8..11: a whole batch (depth / 2) has room
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 12000; }));
   ASSERT_TRUE(ex.Submit(4, b).ok());  // next epoch
-  EXPECT_EQ(wasted.Get() - w0, 8 * 1000u);  // entries 1..8 fetched for nothing
-  EXPECT_EQ(ex.OnRead(4, 1000, 1000), Match::kMiss);  // the old plan's entry
-  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 10000; }));  // the new plan's first
+  EXPECT_EQ(wasted.Get() - w0, 8 * 1000u);  // entries 4..11 fetched for nothing
+  EXPECT_EQ(ex.OnRead(4, 4000, 1000), Match::kMiss);  // the old plan's entry
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 13000; }));  // the new plan's first
   EXPECT_EQ(ex.OnRead(4, 100000, 1000), Match::kHit);
 }
 
