@@ -64,7 +64,7 @@ def main():
                     help="which epochs to run, in order (e.g. planned alone, to profile it)")
     args = ap.parse_args()
     epochs = args.epochs.split(",")
-    if not epochs or any(e not in ("random", "planned", "local") for e in epochs):
+    if any(e not in ("random", "planned", "local") for e in epochs):
         ap.error("--epochs takes a comma-separated list of random, planned, local")
     rustfs = os.path.join(B.ROOT, "build", "bin", "rustfs")
     root = os.path.abspath(args.dir) if args.dir else tempfile.mkdtemp(prefix="rustfs-train-", dir="/var/tmp")

@@ -95,8 +95,7 @@ void PlanExecutor::Pump(const std::shared_ptr<Plan>& p) {
     const size_t limit = std::min(p->entries.size(), p->reached + p->depth);
     if (p->next >= limit || (limit - p->next < whole && limit < p->entries.size())) break;
     Job job{p, {}};
-    while (p->next < p->entries.size() && job.indexes.size() < opt_.batch && p->next < p->reached + p->depth &&
-           p->ahead_bytes < opt_.max_bytes) {
+    while (p->next < limit && job.indexes.size() < opt_.batch && p->ahead_bytes < opt_.max_bytes) {
       const size_t i = p->next++;
       if (p->state[i] != kIdle) continue;  // read before its turn came
       p->state[i] = kInFlight;

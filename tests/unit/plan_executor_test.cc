@@ -32,7 +32,6 @@ class FakeFetcher : public PlanFetcher {
     for (const auto& e : entries) fetched_[ino].insert(e.offset);
     sizes_.push_back(entries.size());
     in_flight_ -= entries.size();
-    fetches_++;
     cv_.notify_all();
     return fail_ ? IoError("fetch failed") : Status::Ok();
   }
@@ -76,7 +75,6 @@ class FakeFetcher : public PlanFetcher {
   std::condition_variable cv_;
   std::map<uint64_t, std::set<uint64_t>> fetched_;
   size_t in_flight_ = 0;
-  size_t fetches_ = 0;
   std::vector<size_t> sizes_;
   bool open_ = true;
   bool fail_ = false;
