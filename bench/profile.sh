@@ -8,6 +8,7 @@
 #
 #   bench/profile.sh [fio job args...]
 #   SIZE (default 2G)  RUNTIME (default 20)  PROFILE_SECONDS (default 10)  PORT (default 9600)
+#   KEEP_PERF=path: keep perf.data there for further `perf report` (e.g. --children)
 #   default job: --ioengine=libaio --direct=1 --iodepth=32 --numjobs=4
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,7 @@ unset LD_PRELOAD
 sleep 3
 say perf record -q -e cpu-clock -F 999 -a -g -o "$work/perf.data" -- sleep "$PROFILE_SECONDS" 2>/dev/null
 wait "$fio_pid"
+[ -n "${KEEP_PERF:-}" ] && cp "$work/perf.data" "$KEEP_PERF"
 grep -E "IOPS=|lat \(usec\)|clat percentiles" "$work/fio.txt" | head -3
 
 echo

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 
 namespace rustfs::client {
 namespace {
@@ -26,7 +27,7 @@ AccessDetector::Options Sanitize(AccessDetector::Options o) {
 }
 
 StrideDetector::Options Sanitize(StrideDetector::Options o) {
-  o.history = std::clamp<uint32_t>(o.history, 3, 64);
+  o.history = std::clamp<uint32_t>(o.history, 3, StrideDetector::kMaxHistory);
   o.min_matches = std::clamp<uint32_t>(o.min_matches, 2, o.history - 1);
   o.depth = std::max<uint32_t>(o.depth, 1);
   return o;
@@ -163,6 +164,12 @@ AccessDetector::Decision AccessDetector::ReadAheadLocked(uint64_t offset, uint64
 AccessDetector::Decision AccessDetector::OnRead(uint64_t offset, uint64_t length,
                                                 uint64_t file_size) {
   std::lock_guard lock(mu_);
+  Decision d = ObserveLocked(offset, length, file_size);
+  d.hints = !will_need_.empty() || !dont_need_.empty();
+  return d;
+}
+
+AccessDetector::Decision AccessDetector::ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size) {
   if (length == 0) return {ModeLocked(), 0, 0};
   const uint64_t end = SatAdd(offset, length);
   const bool sequential = ClassifyLocked(offset, end);
@@ -234,6 +241,7 @@ std::optional<ByteRange> AccessDetector::TakeDontNeed() {
 }
 
 void AccessDetector::SetPlanActive(bool active) {
+  if (plan_active_.load(std::memory_order_relaxed) == active) return;
   std::lock_guard lock(mu_);
   plan_active_ = active;
   if (active) ResetStreamLocked();
@@ -255,26 +263,29 @@ uint64_t AccessDetector::window() const {
 StrideDetector::StrideDetector(Options options) : opt_(Sanitize(options)) {}
 
 std::optional<StrideDetector::Pattern> StrideDetector::DetectLocked() const {
-  if (reads_.size() < 3) return std::nullopt;
-  const uint64_t record = reads_.back().length;
+  const std::span<const Read> reads(reads_.data(), n_reads_);
+  if (reads.size() < 3) return std::nullopt;
+  const uint64_t record = reads.back().length;
   // Deltas between consecutive reads of exactly the record size; unsigned
-  // subtraction reinterpreted as signed gives the backwards strides.
-  std::vector<int64_t> deltas;
-  deltas.reserve(reads_.size());
-  for (size_t i = 1; i < reads_.size(); ++i) {
-    if (reads_[i].length != record || reads_[i - 1].length != record) continue;
-    deltas.push_back(static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset));
-  }
-  // The histogram's mode; history is at most 64, so quadratic is fine.
+  // subtraction reinterpreted as signed gives the backwards strides. A
+  // stride must be more than half of all deltas, so it is the majority
+  // element: one voting pass finds the only candidate, a second counts it
+  // (this runs on every read, the cache-hit path included: no allocation).
+  auto for_each_delta = [&](auto&& f) {
+    for (size_t i = 1; i < reads.size(); ++i)
+      if (reads[i].length == record && reads[i - 1].length == record)
+        f(static_cast<int64_t>(reads[i].offset - reads[i - 1].offset));
+  };
   int64_t best = 0;
+  size_t votes = 0;
+  for_each_delta([&](int64_t d) {
+    if (votes == 0) best = d;
+    votes += d == best ? 1 : size_t(-1);
+  });
   size_t best_count = 0;
-  for (int64_t d : deltas) {
-    if (d == 0) continue;
-    const size_t c = static_cast<size_t>(std::count(deltas.begin(), deltas.end(), d));
-    if (c > best_count) best = d, best_count = c;
-  }
-  const size_t all_deltas = reads_.size() - 1;
-  if (best_count < opt_.min_matches || 2 * best_count <= all_deltas) return std::nullopt;
+  for_each_delta([&](int64_t d) { best_count += d == best; });
+  const size_t all_deltas = reads.size() - 1;
+  if (best == 0 || best_count < opt_.min_matches || 2 * best_count <= all_deltas) return std::nullopt;
   // Forward strides that leave gaps smaller than the sequential gap are a
   // scan with holes: read-ahead already fetches those bytes.
   if (best > 0 && static_cast<uint64_t>(best) <= SatAdd(record, opt_.sequential_gap)) {
@@ -288,10 +299,13 @@ std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
   std::lock_guard lock(mu_);
   std::vector<ByteRange> out;
   if (length == 0) return out;
-  const bool had_prev = !reads_.empty();
-  const Read prev = had_prev ? reads_.back() : Read{0, 0};
-  reads_.push_back({offset, length});
-  if (reads_.size() > opt_.history) reads_.pop_front();
+  const bool had_prev = n_reads_ > 0;
+  const Read prev = had_prev ? reads_[n_reads_ - 1] : Read{0, 0};
+  if (n_reads_ == opt_.history) {  // the oldest goes
+    std::copy(reads_.begin() + 1, reads_.begin() + n_reads_, reads_.begin());
+    n_reads_--;
+  }
+  reads_[n_reads_++] = {offset, length};
 
   const std::optional<Pattern> p = DetectLocked();
   if (p != pattern_) last_predicted_.reset();

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -90,6 +92,9 @@ class AccessDetector {
     AccessMode mode = AccessMode::kUnknown;  // the mode after this read
     uint64_t prefetch_offset = 0;            // bytes
     uint64_t prefetch_length = 0;            // bytes; 0 = nothing to prefetch
+    // Will-need or dont-need ranges wait to be taken (TakeWillNeed,
+    // TakeDontNeed): a caller need not ask otherwise.
+    bool hints = false;
   };
 
   // Hints queued and not yet taken beyond this many drop the oldest: a hint
@@ -139,6 +144,7 @@ class AccessDetector {
 
   bool FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) const;
   bool ClassifyLocked(uint64_t offset, uint64_t end) const;
+  Decision ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size);  // OnRead but hints
   void UpdateDetectedLocked();
   AccessMode ModeLocked() const;
   void ResetStreamLocked();
@@ -155,7 +161,9 @@ class AccessDetector {
   std::deque<Seen> ring_;
   AccessMode detected_ = AccessMode::kUnknown;
   std::optional<AccessMode> pinned_;  // kSequential or kRandom
-  bool plan_active_ = false;
+  // Atomic so that SetPlanActive, called on every read, needs no lock when
+  // nothing changes; written under mu_.
+  std::atomic<bool> plan_active_{false};
 
   // The sequential stream being read ahead of, if any.
   bool stream_ = false;
@@ -189,8 +197,9 @@ class AccessDetector {
 // Thread-safe: every member takes an internal mutex.
 class StrideDetector {
  public:
+  static constexpr uint32_t kMaxHistory = 64;  // Options::history's cap
   struct Options {
-    uint32_t history = 16;     // reads remembered; clamped to [3, 64]
+    uint32_t history = 16;     // reads remembered; clamped to [3, kMaxHistory]
     uint32_t min_matches = 4;  // deltas equal to the stride needed to trust it
     uint32_t depth = 4;        // records predicted ahead of the reader
     // Forward strides leaving gaps up to this many bytes between records are
@@ -224,7 +233,10 @@ class StrideDetector {
 
   const Options opt_;
   mutable std::mutex mu_;
-  std::deque<Read> reads_;  // oldest first
+  // The last opt_.history reads, oldest first: reads_[0, n_reads_). An
+  // array, not a deque: every read scans it (the cache-hit path included).
+  std::array<Read, kMaxHistory> reads_{};
+  size_t n_reads_ = 0;
   std::optional<Pattern> pattern_;
   // Offset of the furthest record predicted along the stride; cleared
   // whenever a read breaks the stride, so a reader that jumps and resumes

@@ -205,7 +205,8 @@ Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
 // One read is a batch of one: the cache, the plan, the detector and the
 // retry on a stale map are ReadMany's, in one place.
 Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf) {
-  ReadReq r{.offset = offset, .length = len, .buf = buf};
+  ReadReq r;
+  r.offset = offset, r.length = len, r.buf = buf;
   RUSTFS_RETURN_ERR(ReadMany(f, std::span(&r, 1)));
   return r.bytes;
 }
@@ -372,6 +373,7 @@ void Client::Observe(OpenFile& f, FileState& st, const AccessDetector::Decision&
   }
   if (!fcache_) return;
   if (d.prefetch_length) Prefetch(f.state, d.prefetch_offset, d.prefetch_length);
+  if (!d.hints) return;
   while (auto r = f.detector.TakeWillNeed()) Prefetch(f.state, r->offset, r->length);
   while (auto r = f.detector.TakeDontNeed()) fcache_->Erase({st.ino}, r->offset, r->length);
 }
@@ -443,6 +445,7 @@ Status Client::Advise(OpenFile& f, uint64_t offset, uint64_t len, int advice) {
   FileState& st = *f.state;
   AccessDetector::Decision d;
   d.mode = f.detector.mode();
+  d.hints = true;
   Observe(f, st, d);
   return Status::Ok();
 }

@@ -31,6 +31,7 @@ PlanExecutor::~PlanExecutor() {
     stop_ = true;
     for (auto& [ino, p] : plans_) End(*p);
     plans_.clear();
+    CountPlans();
     jobs_.clear();
     handoffs_.clear();
   }
@@ -66,6 +67,7 @@ Status PlanExecutor::Submit(uint64_t ino, std::vector<PlanEntry> entries, uint32
     End(*it->second);  // the next epoch's replaces it
   }
   plans_[ino] = p;
+  CountPlans();
   submitted_.Inc();
   Pump(p);
   return Status::Ok();
@@ -274,6 +276,8 @@ void PlanExecutor::Consume(Plan& p, size_t i) {
 }
 
 PlanExecutor::Match PlanExecutor::OnRead(uint64_t ino, uint64_t offset, uint64_t length) {
+  // Every read of every file comes here: without any plan, not even the lock.
+  if (plan_count_.load(std::memory_order_acquire) == 0) return Match::kNoPlan;
   std::unique_lock lk(mu_);
   auto it = plans_.find(ino);
   if (it == plans_.end()) return Match::kNoPlan;
@@ -295,6 +299,7 @@ PlanExecutor::Match PlanExecutor::OnRead(uint64_t ino, uint64_t offset, uint64_t
       dropped_.Inc();
       End(*p);
       plans_.erase(it);
+      CountPlans();
     }
     return Match::kMiss;
   }
@@ -321,6 +326,7 @@ PlanExecutor::Match PlanExecutor::OnRead(uint64_t ino, uint64_t offset, uint64_t
       completed_.Inc();
       End(*p);
       if (auto cur = plans_.find(ino); cur != plans_.end() && cur->second == p) plans_.erase(cur);
+      CountPlans();
     } else {
       Pump(p);
     }
@@ -334,7 +340,10 @@ void PlanExecutor::Cancel(uint64_t ino) {
   if (it == plans_.end()) return;
   End(*it->second);
   plans_.erase(it);
+  CountPlans();
 }
+
+void PlanExecutor::CountPlans() { plan_count_.store(plans_.size(), std::memory_order_release); }
 
 bool PlanExecutor::HasPlan(uint64_t ino) const {
   std::lock_guard lk(mu_);

@@ -41,6 +41,7 @@
 // waiting for a fetch, which must never wait behind a hand-off.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -155,6 +156,8 @@ class PlanExecutor {
   void Abandon(Plan& p, size_t i);
   void Release(Plan& p, size_t i);
   void Worker();
+  // Publishes plans_.size() to plan_count_ after a change. Caller holds mu_.
+  void CountPlans();
   // Hands a finished fetch's entries to the kernel (PlanFetcher::HandOff)
   // and marks those still unread as handed. Takes mu_.
   void HandOff(const Job& job);
@@ -166,6 +169,9 @@ class PlanExecutor {
   std::condition_variable jobs_cv_;     // a job queued, or stopping
   std::condition_variable fetched_cv_;  // a fetch finished (late readers wait on it)
   std::unordered_map<uint64_t, std::shared_ptr<Plan>> plans_;
+  // plans_.size(), read without mu_: a read with no plan anywhere skips the
+  // lock. A plan submitted while a read is in flight may miss that read.
+  std::atomic<size_t> plan_count_{0};
   std::deque<Job> jobs_;
   std::condition_variable handoffs_cv_;  // a fetch to hand off, or stopping
   std::deque<Job> handoffs_;             // fetched, for the kernel's page cache

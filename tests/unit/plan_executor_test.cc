@@ -282,6 +282,31 @@ TEST(PlanExecutorTest, CancelEndsThePlanAndReleasesWaiters) {
   ASSERT_TRUE(f.WaitFor([&] { return f.InFlight() == 0; }));
 }
 
+// OnRead skips the lock while no file has a plan: the count it reads must
+// follow every way a plan comes and goes, or a live plan would be unseen.
+TEST(PlanExecutorTest, PlansComingAndGoingAreAllSeen) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.max_misses = 2;
+  PlanExecutor ex(f, o);
+  EXPECT_EQ(ex.OnRead(1, 0, 10), Match::kNoPlan);
+  ASSERT_TRUE(ex.Submit(1, {{0, 10}, {10, 10}}).ok());
+  ASSERT_TRUE(ex.Submit(2, {{0, 10}, {10, 10}, {20, 10}}).ok());
+  ASSERT_TRUE(ex.Submit(3, {{0, 10}, {10, 10}}).ok());
+  ASSERT_TRUE(ex.Submit(2, {{0, 10}, {10, 10}, {20, 10}}).ok());  // replaced: still three
+  ex.Cancel(1);                                                     // cancelled
+  EXPECT_EQ(ex.OnRead(1, 0, 10), Match::kNoPlan);
+  ASSERT_NE(ex.OnRead(3, 0, 10), Match::kNoPlan);
+  ASSERT_NE(ex.OnRead(3, 10, 10), Match::kNoPlan);  // read to the end: over
+  EXPECT_FALSE(ex.HasPlan(3));
+  EXPECT_EQ(ex.OnRead(2, 1000, 10), Match::kMiss);
+  EXPECT_EQ(ex.OnRead(2, 2000, 10), Match::kMiss);  // dropped
+  EXPECT_FALSE(ex.HasPlan(2));
+  EXPECT_EQ(ex.OnRead(2, 0, 10), Match::kNoPlan);
+  ASSERT_TRUE(ex.Submit(4, {{0, 10}, {10, 10}}).ok());  // from none to one again
+  EXPECT_NE(ex.OnRead(4, 0, 10), Match::kNoPlan);
+}
+
 TEST(PlanExecutorTest, PiecesAndWholePagesMatch) {
   FakeFetcher f;
   PlanExecutor ex(f, PlanExecutor::Options());  // 4 KiB pages
