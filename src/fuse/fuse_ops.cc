@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -508,21 +510,54 @@ fuse_lowlevel_ops MakeOps() {
 
 }  // namespace
 
+namespace {
+bool Store(fuse_session* se, uint64_t ino, uint64_t offset, std::string_view bytes) {
+  fuse_bufvec bv = FUSE_BUFVEC_INIT(bytes.size());
+  bv.buf[0].mem = const_cast<char*>(bytes.data());  // only read
+  // ENOENT: the kernel has forgotten the inode (nothing to store into).
+  return fuse_lowlevel_notify_store(se, ino, off_t(offset), &bv, fuse_buf_copy_flags(0)) == 0;
+}
+
+void Invalidate(fuse_session* se, uint64_t ino, const std::string& name) {
+  // Errors (ENOENT: the kernel has nothing cached for it) are fine.
+  if (name.empty()) {
+    fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);  // attributes and cached pages
+  } else {
+    fuse_lowlevel_notify_inval_entry(se, ino, name.c_str(), name.size());
+    fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);  // the directory's attributes
+  }
+}
+
+// CloseKernelCalls: `closing` turns new calls away without the lock (a
+// stream of calls cannot hold the closer off), the lock waits out those
+// in progress.
+std::atomic<bool> g_kernel_closing{false};
+std::shared_mutex g_kernel_mu;
+
+// Runs call() unless the kernel calls are closed; false if they are.
+template <typename F>
+bool KernelCall(F&& call) {
+  if (g_kernel_closing.load()) return false;
+  std::shared_lock l(g_kernel_mu);
+  if (g_kernel_closing.load()) return false;
+  return call();
+}
+}  // namespace
+
+void CloseKernelCalls() {
+  g_kernel_closing = true;
+  std::unique_lock l(g_kernel_mu);
+}
+
 void InstallKernelHooks(client::Client& c, fuse_session* se) {
   c.SetKernelStoreHook([se](uint64_t ino, uint64_t offset, std::string_view bytes) {
-    fuse_bufvec bv = FUSE_BUFVEC_INIT(bytes.size());
-    bv.buf[0].mem = const_cast<char*>(bytes.data());  // only read
-    // ENOENT: the kernel has forgotten the inode (nothing to store into).
-    return fuse_lowlevel_notify_store(se, ino, off_t(offset), &bv, fuse_buf_copy_flags(0)) == 0;
+    return KernelCall([&] { return Store(se, ino, offset, bytes); });
   });
   c.SetInvalidateHook([se](uint64_t ino, const std::string& name) {
-    // Errors (ENOENT: the kernel has nothing cached for it) are fine.
-    if (name.empty()) {
-      fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);  // attributes and cached pages
-    } else {
-      fuse_lowlevel_notify_inval_entry(se, ino, name.c_str(), name.size());
-      fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);  // the directory's attributes
-    }
+    KernelCall([&] {
+      Invalidate(se, ino, name);
+      return true;
+    });
   });
 }
 

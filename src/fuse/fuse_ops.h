@@ -25,6 +25,14 @@ void AdvertiseControlSocket(const std::string& path);
 // lets access plans put fetched records into the kernel's page cache.
 void InstallKernelHooks(client::Client& c, fuse_session* se);
 
+// Ends the hooks' calls into the kernel: waits for those in progress, and
+// makes later ones do nothing. Those calls (page stores, invalidations)
+// wait for the locks of pages that FUSE reads in flight hold, which are
+// released only when the reads are answered: call this while the session
+// loop still answers, before it stops (else a call can wait forever and
+// the daemon never exits). Idempotent; thread-safe.
+void CloseKernelCalls();
+
 // The xattr that returns this daemon's counters as JSON
 // (`getfattr -n user.rustfs.stats MOUNT`).
 inline constexpr const char* kStatsXattr = "user.rustfs.stats";

@@ -1,6 +1,12 @@
 // rustfs-fuse: mounts a rustfs cluster. Runs in the foreground until
 // unmounted (fusermount3 -u MOUNT) or sent SIGTERM/SIGINT.
 #include <CLI/CLI.hpp>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "common/fd_io.h"
 #include "common/log.h"
@@ -8,7 +14,48 @@
 #include "fuse/fuse_ops.h"
 #include "fuse/read_batcher.h"
 
+namespace {
+
+// SIGINT, SIGTERM, SIGHUP stop the daemon (libfuse's handlers would stop
+// the session loop at once); SIGUSR1 only wakes the loop's main thread.
+sigset_t StopSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&s, sig);
+  return s;
+}
+
+// Stopping on a signal: first the client's calls into the kernel end
+// (CloseKernelCalls: they may wait for pages whose reads only the running
+// loop answers), then the loop. The loop's main thread sleeps in sem_wait,
+// which a signal interrupts: it is woken with SIGUSR1 until the loop has
+// returned (one wake could land just before it sleeps). Returns when the
+// loop has returned (`loop_done`), by a signal or by an unmount.
+void StopOnSignal(fuse_session* se, pthread_t loop_thread, const std::atomic<bool>& loop_done) {
+  const sigset_t stop = StopSignals();
+  int sig = -1;
+  while (!loop_done && sig <= 0) {
+    const timespec poll{0, 200'000'000};
+    sig = sigtimedwait(&stop, nullptr, &poll);
+  }
+  if (sig <= 0) return;  // unmounted
+  LOG_INFO("stopping on signal {}", sig);
+  rustfs::fuse::CloseKernelCalls();
+  fuse_session_exit(se);
+  while (!loop_done) {
+    pthread_kill(loop_thread, SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Before any thread starts (they inherit the mask): the stop signals are
+  // taken by StopOnSignal's thread alone, and SIGUSR1 only by the loop.
+  sigset_t blocked = StopSignals();
+  sigaddset(&blocked, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   CLI::App app{"rustfs FUSE mount"};
   std::string config_path, mountpoint;
   unsigned threads = 16;
@@ -68,12 +115,24 @@ int main(int argc, char** argv) {
     batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, leaders);
     rustfs::fuse::UseReadBatcher(batcher.get());
   }
+  struct sigaction wake {};
+  wake.sa_handler = [](int) {};  // no SA_RESTART: the loop's sem_wait returns
+  sigaction(SIGUSR1, &wake, nullptr);
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);  // this thread, and the loop's workers it starts
+  std::atomic<bool> loop_done{false};
+  std::thread stopper(StopOnSignal, se, pthread_self(), std::cref(loop_done));
   fuse_loop_config* lc = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(lc, 1);  // one /dev/fuse fd per thread: no shared-queue contention
   fuse_loop_cfg_set_max_threads(lc, threads);
   fuse_loop_cfg_set_idle_threads(lc, threads);
   int rc = fuse_session_loop_mt(se, lc);
   fuse_loop_cfg_destroy(lc);
+  loop_done = true;
+  stopper.join();
+  rustfs::fuse::CloseKernelCalls();  // unmounted: nothing to call into
   rustfs::fuse::UseReadBatcher(nullptr);
   batcher.reset();  // answers what is queued before the session goes
   control.reset();

@@ -5,6 +5,7 @@ processes, persistent workers), every sample compared with the source."""
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import BIN, Cluster, counter
+from conftest import BIN, Cluster, SecondMount, counter
 
 MiB = 1 << 20
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -397,3 +398,55 @@ def test_strided_reader_is_prefetched(shared_cluster, tmp_path, auto):
     else:
         assert d.get("client.auto_stride_prefetches", 0) == 0
         assert d.get("client.stream_cache.hits", 0) == 0
+
+
+READ_PLANS_UNTIL_STOPPED = r"""
+import os, sys
+import numpy as np, rustfs
+path, plan_file, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+offs = np.load(plan_file)
+rng = np.random.default_rng(seed)
+fd = os.open(path, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+print("reading", flush=True)
+try:
+    while True:  # epoch after epoch, as fast as it goes: reads catch up with the fetching
+        plan = offs[rng.permutation(len(offs))]
+        rustfs.submit_access_plan(fd, plan)
+        for off, length in plan:
+            os.pread(fd, int(length), int(off))
+except OSError:
+    pass  # the mount went away under us
+"""
+
+
+def test_stop_by_signal_while_planned_reads_run(shared_cluster, tmp_root, tmp_path):
+    """SIGTERM to a mount's daemon while readers chase their plans: it
+    stops cleanly (exit status 0) and unmounts. The order it stops in
+    matters: its hand-offs into the kernel's page cache wait for the locks
+    of pages that queued reads hold, and those are answered only while the
+    session loop runs; so its calls into the kernel end first."""
+    c = shared_cluster
+    _, offs = record_file(c.path("stop.bin"), 2000, seed=5)
+    np.save(tmp_path / "offs.npy", offs)
+    m2 = SecondMount(c, tmp_root)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    readers = [subprocess.Popen(["/usr/bin/python3", "-c", READ_PLANS_UNTIL_STOPPED, m2.path("stop.bin"),
+                                 str(tmp_path / "offs.npy"), str(seed)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+               for seed in range(4)]
+    try:
+        for r in readers:
+            assert r.stdout.readline().strip() == b"reading"
+        time.sleep(3)
+        assert m2.stats().get("client.plan_handed", 0) > 0  # hand-offs are under way
+        os.kill(m2.proc.pid, signal.SIGTERM)
+        assert m2.proc.wait(timeout=60) == 0  # a clean stop, not a failure (systemd)
+        assert not os.path.ismount(m2.mnt)
+        with open(m2.log.name) as f:
+            assert "stopping on signal 15" in f.read()
+    finally:
+        for r in readers:
+            r.kill()
+            r.wait()
+        m2.close()
