@@ -54,7 +54,21 @@ pid_t ReadPid(const std::string& path) {
   return p;
 }
 
-bool Alive(pid_t p) { return p > 0 && kill(p, 0) == 0; }
+// Running, as opposed to never started, gone, or exited and not yet reaped
+// (a zombie: kill() still finds it). An orphaned daemon is reaped by
+// whoever adopts it, and a container's init may never do it: taking its
+// zombie for a running daemon, `up` would not start a new one.
+bool Alive(pid_t p) {
+  if (p <= 0 || kill(p, 0) != 0) return false;
+  std::ifstream f("/proc/" + std::to_string(p) + "/stat");
+  std::string stat;
+  std::getline(f, stat);
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;  // no /proc: trust kill()
+  const char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
 
 // Starts `argv` in its own session with stdout/stderr to `log`, records its
 // PID in `pidfile`, and returns the PID.
@@ -222,6 +236,14 @@ int ClusterUp(UpOptions o) {
     if (!IsMounted(o.mount)) fs::create_directories(o.mount);
     std::ofstream(o.dir + "/mountpoint") << o.mount << "\n";
     if (!IsMounted(o.mount)) {
+      // A daemon whose mount is gone is on its way out (an unmount stops
+      // it, after a moment's teardown): let it go, then start a new one.
+      const pid_t old = ReadPid(PidPath(o.dir, "fuse"));
+      if (!WaitFor([&] { return !Alive(old); }, 0, std::chrono::seconds(10))) {
+        std::cerr << "rustfs: rustfs-fuse (pid " << old << ") still runs with nothing mounted on " << o.mount
+                  << "; stop it first\n";
+        return 1;
+      }
       auto f = start("fuse", {bin + "/rustfs-fuse", "--config", cfg_path, "--mount", o.mount});
       if (!f || !WaitFor([&] { return IsMounted(o.mount); }, *f, std::chrono::seconds(10))) {
         std::cerr << "rustfs: mount failed. FUSE log:\n" << Tail(o.dir + "/logs/fuse.log");
