@@ -4,9 +4,9 @@
 // of I/O lets the policy be tested byte for byte without a cluster.
 #pragma once
 
-#include <cstddef>
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -73,7 +73,8 @@ struct ByteRange {
 // detection resumes from what was seen). kWillNeed and kDontNeed ranges are
 // queued for the caller to take once each.
 //
-// Thread-safe: every member takes an internal mutex.
+// Thread-safe: every member takes an internal mutex (SetPlanActive only
+// when the flag changes).
 class AccessDetector {
  public:
   struct Options {
@@ -144,7 +145,7 @@ class AccessDetector {
 
   bool FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) const;
   bool ClassifyLocked(uint64_t offset, uint64_t end) const;
-  Decision ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size);  // OnRead but hints
+  Decision ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size);  // OnRead, less `hints`
   void UpdateDetectedLocked();
   AccessMode ModeLocked() const;
   void ResetStreamLocked();

@@ -508,9 +508,6 @@ fuse_lowlevel_ops MakeOps() {
   return o;
 }
 
-}  // namespace
-
-namespace {
 bool Store(fuse_session* se, uint64_t ino, uint64_t offset, std::string_view bytes) {
   fuse_bufvec bv = FUSE_BUFVEC_INIT(bytes.size());
   bv.buf[0].mem = const_cast<char*>(bytes.data());  // only read

@@ -1,5 +1,5 @@
 // rustfs-fuse: mounts a rustfs cluster. Runs in the foreground until
-// unmounted (fusermount3 -u MOUNT) or sent SIGTERM/SIGINT.
+// unmounted (fusermount3 -u MOUNT) or sent SIGTERM, SIGINT or SIGHUP (StopOnSignal).
 #include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
