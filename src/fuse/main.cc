@@ -29,16 +29,15 @@ sigset_t StopSignals() {
 // (CloseKernelCalls: they may wait for pages whose reads only the running
 // loop answers), then the loop. The loop's main thread sleeps in sem_wait,
 // which a signal interrupts: it is woken with SIGUSR1 until the loop has
-// returned (one wake could land just before it sleeps). Returns when the
-// loop has returned (`loop_done`), by a signal or by an unmount.
+// returned (one wake could land just before it sleeps). Returns once the
+// loop has returned (`loop_done`), by a signal or by an unmount: main then
+// wakes this thread with SIGUSR1 (one from elsewhere is ignored).
 void StopOnSignal(fuse_session* se, pthread_t loop_thread, const std::atomic<bool>& loop_done) {
-  const sigset_t stop = StopSignals();
-  int sig = -1;
-  while (!loop_done && sig <= 0) {
-    const timespec poll{0, 200'000'000};
-    sig = sigtimedwait(&stop, nullptr, &poll);
-  }
-  if (sig <= 0) return;  // unmounted
+  sigset_t wait = StopSignals();
+  sigaddset(&wait, SIGUSR1);
+  int sig = 0;
+  while (sigwait(&wait, &sig) != 0 || sig == SIGUSR1)
+    if (loop_done) return;  // unmounted
   LOG_INFO("stopping on signal {}", sig);
   rustfs::fuse::CloseKernelCalls();
   fuse_session_exit(se);
@@ -115,6 +114,10 @@ int main(int argc, char** argv) {
     batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, leaders);
     rustfs::fuse::UseReadBatcher(batcher.get());
   }
+  std::atomic<bool> loop_done{false};
+  // Started while SIGUSR1 is still blocked here: it inherits the block, so
+  // a SIGUSR1 for it always waits for its sigwait.
+  std::thread stopper(StopOnSignal, se, pthread_self(), std::cref(loop_done));
   struct sigaction wake {};
   wake.sa_handler = [](int) {};  // no SA_RESTART: the loop's sem_wait returns
   sigaction(SIGUSR1, &wake, nullptr);
@@ -122,8 +125,6 @@ int main(int argc, char** argv) {
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
   pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);  // this thread, and the loop's workers it starts
-  std::atomic<bool> loop_done{false};
-  std::thread stopper(StopOnSignal, se, pthread_self(), std::cref(loop_done));
   fuse_loop_config* lc = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(lc, 1);  // one /dev/fuse fd per thread: no shared-queue contention
   fuse_loop_cfg_set_max_threads(lc, threads);
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
   int rc = fuse_session_loop_mt(se, lc);
   fuse_loop_cfg_destroy(lc);
   loop_done = true;
+  pthread_kill(stopper.native_handle(), SIGUSR1);
   stopper.join();
   rustfs::fuse::CloseKernelCalls();  // unmounted: nothing to call into
   rustfs::fuse::UseReadBatcher(nullptr);
