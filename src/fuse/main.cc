@@ -17,7 +17,8 @@
 namespace {
 
 // SIGINT, SIGTERM, SIGHUP stop the daemon (libfuse's handlers would stop
-// the session loop at once); SIGUSR1 only wakes the loop's main thread.
+// the session loop at once); SIGUSR1 only wakes a thread: the loop's main
+// thread, or StopOnSignal's once the loop has returned.
 sigset_t StopSignals() {
   sigset_t s;
   sigemptyset(&s);
