@@ -32,6 +32,19 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# FUSE over io_uring (rustfs-fuse's default, `[fuse] io_uring`): kernels from
+# 6.14 have it but offer it to daemons only when root turns this on. Without
+# it the mount works over /dev/fuse, only slower (README, "FUSE over io_uring").
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+[ -e "$URING_PARAM" ] || $SUDO modprobe fuse 2>/dev/null || true
+if [ -w "$URING_PARAM" ] || { [ -e "$URING_PARAM" ] && [ -n "$SUDO" ]; }; then
+  if [ "$(cat "$URING_PARAM")" != "Y" ]; then
+    echo 1 | $SUDO tee "$URING_PARAM" >/dev/null && echo "install-deps: FUSE over io_uring enabled ($URING_PARAM)"
+  fi
+elif [ ! -e "$URING_PARAM" ]; then
+  echo "install-deps: this kernel has no FUSE over io_uring; mounts use /dev/fuse"
+fi
+
 # fio loads an external engine only if it was built for its own
 # FIO_IOOPS_VERSION and struct layouts, so the headers must be those of the
 # installed fio: its Debian source package, same version, configured here

@@ -92,6 +92,7 @@ std::vector<Section> Schema(Config& c) {
         {"numa_pinning", &c.random_io.numa_pinning},
         {"reserved_cores", &c.random_io.reserved_cores},
         {"poller_cpus", &c.random_io.poller_cpus}}},
+      {"fuse", {{"io_uring", &c.fuse.io_uring}, {"ring_depth", &c.fuse.ring_depth}}},
       {"client",
        {{"rpc_timeout_ms", &c.client.rpc_timeout_ms},
         {"hedge_reads", &c.client.hedge_reads},
@@ -489,6 +490,13 @@ Status ValidateRandomIo(const Config::RandomIo& io) {
   return Status::Ok();
 }
 
+Status ValidateFuse(const Config::Fuse& f) {
+  if (f.ring_depth < 1 || f.ring_depth > 1024) {
+    return Invalid(IntKv("fuse.ring_depth", f.ring_depth), "must be in 1..1024");
+  }
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------
 // Writing TOML.
 
@@ -582,6 +590,7 @@ Status ValidateConfig(const Config& cfg) {
   RUSTFS_RETURN_IF_ERROR(ValidateHotTier(cfg.dss_hot_tier));
   RUSTFS_RETURN_IF_ERROR(ValidateAccessPlan(cfg.access_plan));
   RUSTFS_RETURN_IF_ERROR(ValidateRandomIo(cfg.random_io));
+  RUSTFS_RETURN_IF_ERROR(ValidateFuse(cfg.fuse));
   RUSTFS_RETURN_IF_ERROR(ValidatePositiveMs("repair.grace_ms", cfg.repair.grace_ms));
   if (cfg.repair.max_bytes_per_s == 0)
     return Invalid(SizeKv("repair.max_bytes_per_s", 0), "must be > 0");

@@ -138,6 +138,16 @@ struct Config {
     bool operator==(const RandomIo&) const = default;
   } random_io;
 
+  // The FUSE daemon (rustfs-fuse).
+  struct Fuse {
+    // Take requests through FUSE-over-io_uring rings (one per CPU) when the
+    // kernel offers them (6.14+ with /sys/module/fuse/parameters/enable_uring
+    // = 1); else, or when false, through /dev/fuse reads and writes.
+    bool io_uring = true;
+    uint32_t ring_depth = 32;  // requests in flight per CPU's ring; 1..1024
+    bool operator==(const Fuse&) const = default;
+  } fuse;
+
   struct Client {
     uint32_t rpc_timeout_ms = 5000;  // per RPC; a DSS slower than this is treated as down
     // A shard read not answered within the recent p95 latency (but at least

@@ -13,6 +13,7 @@
 #include "fuse/control_socket.h"
 #include "fuse/fuse_ops.h"
 #include "fuse/read_batcher.h"
+#include "fuse/uring_channel.h"
 
 namespace {
 
@@ -115,6 +116,18 @@ int main(int argc, char** argv) {
     batcher = std::make_unique<rustfs::fuse::ReadBatcher>(**client, leaders);
     rustfs::fuse::UseReadBatcher(batcher.get());
   }
+  std::unique_ptr<rustfs::fuse::UringChannel> ring;
+  if (cfg->fuse.io_uring) {
+    auto r = rustfs::fuse::UringChannel::Install(se, {.queue_depth = cfg->fuse.ring_depth, .workers = threads},
+                                                 batcher.get());
+    if (!r) {
+      fprintf(stderr, "rustfs-fuse: %s\n", r.error().ToString().c_str());
+      fuse_session_unmount(se);
+      fuse_session_destroy(se);
+      return 1;
+    }
+    ring = std::move(*r);
+  }
   std::atomic<bool> loop_done{false};
   // Started while SIGUSR1 is still blocked here: it inherits the block, so
   // a SIGUSR1 for it always waits for its sigwait.
@@ -136,6 +149,7 @@ int main(int argc, char** argv) {
   pthread_kill(stopper.native_handle(), SIGUSR1);
   stopper.join();
   rustfs::fuse::CloseKernelCalls();  // unmounted: nothing to call into
+  ring.reset();  // its threads reply through the session and lead the batcher's reads
   rustfs::fuse::UseReadBatcher(nullptr);
   batcher.reset();  // answers what is queued before the session goes
   control.reset();

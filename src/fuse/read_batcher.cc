@@ -18,11 +18,27 @@ ReadBatcher::~ReadBatcher() {
   if (!queue_.empty()) LOG_ERROR("read batcher destroyed with {} reads unanswered", queue_.size());
 }
 
+namespace {
+thread_local int t_defer_leading = 0;
+}  // namespace
+
+ReadBatcher::DeferLeading::DeferLeading() { ++t_defer_leading; }
+ReadBatcher::DeferLeading::~DeferLeading() { --t_defer_leading; }
+
 void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size) {
-  static Counter& batches = GetCounter("fuse.read_batches");
-  static Counter& reads = GetCounter("fuse.batched_reads");
   std::unique_lock lk(mu_);
   queue_.push_back({req, file, offset, size});
+  if (t_defer_leading == 0) LeadLocked(lk);
+}
+
+void ReadBatcher::Lead() {
+  std::unique_lock lk(mu_);
+  LeadLocked(lk);
+}
+
+void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk) {
+  static Counter& batches = GetCounter("fuse.read_batches");
+  static Counter& reads = GetCounter("fuse.batched_reads");
   if (leaders_ >= max_leaders_) return;  // a leader takes it with its next batch
   // This worker leads: it serves what is queued (its own read and any that
   // arrived meanwhile) until the queue is empty, then goes back to the
@@ -37,6 +53,7 @@ void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset
     batches.Inc();
     reads.Add(batch.size());
     Serve(batch);
+    if (after_batch_) after_batch_();
     lk.lock();
   }
   --leaders_;

@@ -36,6 +36,25 @@ class ReadBatcher {
   // RELEASE cannot come first).
   void Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size);
 
+  // While one lives on a thread, Submit on that thread only queues; Lead
+  // then serves what is queued. A FUSE-over-io_uring queue thread receives
+  // many reads at once: it queues them all and serves them as one batch.
+  class DeferLeading {
+   public:
+    DeferLeading();
+    ~DeferLeading();
+    DeferLeading(const DeferLeading&) = delete;
+    DeferLeading& operator=(const DeferLeading&) = delete;
+  };
+  // Serves the queue until it is empty, unless `max_leaders` workers
+  // already serve it (they take what is queued before they stop).
+  void Lead();
+
+  // Called on the leading thread after each batch's replies (a transport
+  // that holds replies back to send them together sends them then). Set
+  // before the session loop.
+  void SetAfterBatch(void (*f)()) { after_batch_ = f; }
+
  private:
   struct Item {
     fuse_req_t req;
@@ -44,6 +63,8 @@ class ReadBatcher {
     size_t size;
   };
   void Serve(std::vector<Item>& batch);
+  // Called with `lk` held; returns with it held.
+  void LeadLocked(std::unique_lock<std::mutex>& lk);
 
   client::Client& client_;
   const unsigned max_leaders_;
@@ -51,6 +72,7 @@ class ReadBatcher {
   std::mutex mu_;
   std::deque<Item> queue_;  // guarded by mu_
   unsigned leaders_ = 0;    // guarded by mu_
+  void (*after_batch_)() = nullptr;
 };
 
 }  // namespace rustfs::fuse
