@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/thread_affinity.h"
 
 namespace rustfs::dss {
 
@@ -74,9 +75,8 @@ struct PollerPlacement {
 // kInvalidArgument for an unknown mode or a malformed reserved_cpus.
 Result<PollerPlacement> PlacePoller(const PinningOptions& o);
 
-// Restricts the calling thread to `cpu`. cpu < 0 does nothing and is OK
-// (the "no pinning" placement); a CPU the thread may not use is an error.
-Status PinCurrentThread(int cpu);
+// PinCurrentThread (common/thread_affinity.h) applies a placement's cpu.
+using ::rustfs::PinCurrentThread;
 
 // `bytes` of page-aligned, zero-filled memory bound to NUMA node `node`
 // (libnuma), or with the default policy when node < 0, libnuma is

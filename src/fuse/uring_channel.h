@@ -56,9 +56,6 @@ class UringChannel {
   UringChannel(const UringChannel&) = delete;
   UringChannel& operator=(const UringChannel&) = delete;
 
-  // Whether the kernel accepted the rings (known once INIT is answered).
-  bool active() const;
-
   struct Impl;
 
  private:

@@ -2,14 +2,12 @@
 // nodes: node0 = cpus 0-1, node1 = cpus 2-3; cpu/online = 0-3) laid out like
 // the kernel's: dev/block/MAJ:MIN symlinks into devices/, partitions under
 // their disk, numa_node on a PCI ancestor for virtio. The cpulist parser is
-// checked against a brute-force expansion; pinning against
-// sched_getaffinity of the real thread.
+// checked against a brute-force expansion.
 #include "dss/numa_pinning.h"
 
 #include <gtest/gtest.h>
 #include <numa.h>
 #include <numaif.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -317,41 +315,6 @@ TEST_F(NumaPinningTest, OffAndUnknownMode) {
   auto r = PlacePoller(o);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message().find("\"on\""), std::string::npos);
-}
-
-std::vector<int> ThreadCpus() {
-  cpu_set_t set;
-  EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
-
-TEST(PinCurrentThreadTest, ChangesAffinityAndRestores) {
-  cpu_set_t original;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(original), &original), 0);
-  if (!CPU_ISSET(0, &original)) GTEST_SKIP() << "cpu 0 not allowed here";
-  std::vector<int> before = ThreadCpus();
-
-  ASSERT_TRUE(PinCurrentThread(-1).ok());
-  EXPECT_EQ(ThreadCpus(), before);  // -1 leaves it alone
-
-  Status st = PinCurrentThread(0);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(ThreadCpus(), std::vector<int>{0});
-  EXPECT_EQ(sched_getcpu(), 0);
-
-  EXPECT_FALSE(PinCurrentThread(CPU_SETSIZE + 1).ok());
-  // A cpu this machine does not have.
-  if (!CPU_ISSET(CPU_SETSIZE - 1, &original)) {
-    EXPECT_FALSE(PinCurrentThread(CPU_SETSIZE - 1).ok());
-  }
-  EXPECT_EQ(ThreadCpus(), std::vector<int>{0});  // a failed pin changes nothing
-
-  ASSERT_EQ(sched_setaffinity(0, sizeof(original), &original), 0);
-  EXPECT_EQ(ThreadCpus(), before);
 }
 
 TEST(AllocOnNodeTest, WritableZeroedMemory) {
