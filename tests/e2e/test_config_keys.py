@@ -5,6 +5,7 @@ and what the key changes, in the client's own counters."""
 import hashlib
 import json
 import os
+import random
 import subprocess
 
 import pytest
@@ -20,7 +21,10 @@ cfg, path, reads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 cl = rustfs.Client(cfg)
 f = cl.open(path)
 before = json.loads(cl.stats())
-digests = [hashlib.sha256(f.pread(off, n)).hexdigest() for off, n in reads]
+digests = []
+for r in reads:  # [offset, length] a pread; ["batch", [[offset, length], ...]] one read_batch
+    pieces = f.read_batch(r[1]) if r[0] == "batch" else [f.pread(*r)]
+    digests += [hashlib.sha256(p).hexdigest() for p in pieces]
 after = json.loads(cl.stats())
 print(json.dumps({"digests": digests,
                   "counters": {k: after[k] - before.get(k, 0) for k in after}}))
@@ -46,7 +50,8 @@ def probe(c, tmp_path, edits, path, reads):
 
 
 def expected(data, reads):
-    return [hashlib.sha256(data[o:o + n]).hexdigest() for o, n in reads]
+    flat = [p for r in reads for p in (r[1] if r[0] == "batch" else [r])]
+    return [hashlib.sha256(data[o:o + n]).hexdigest() for o, n in flat]
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +160,93 @@ def test_dss_reply_delay(tmp_root):
         assert delayed > 0
     finally:
         c.down()
+
+
+def test_coalesce_gap_threshold(shared_cluster, tmp_path, data_file):
+    """Two 4 KiB reads 8 KiB apart on one data shard (stripe unit 64 KiB),
+    asked together: within the default 16 KiB gap they are one piece read
+    from the DSS (the gap read too); with the threshold 0, two."""
+    path, data = data_file
+    reads = [["batch", [[4 * MiB + 4096, 4096], [4 * MiB + 16384, 4096]]]]
+    on = probe(shared_cluster, tmp_path, [NO_CACHE], path, reads)
+    off = probe(shared_cluster, tmp_path, [NO_CACHE, ('coalesce_gap_threshold = "16KiB"',
+                                                      'coalesce_gap_threshold = "0B"')], path, reads)
+    assert on["digests"] == off["digests"] == expected(data, reads)
+    assert on["counters"]["client.pieces_coalesced"] == 1
+    assert on["counters"]["client.shard_bytes_received"] == 16384
+    assert off["counters"].get("client.pieces_coalesced", 0) == 0
+    assert off["counters"]["client.shard_bytes_received"] == 8192
+
+
+def test_fragment_cache_grain_size(shared_cluster, tmp_path, data_file):
+    """The cache keeps pages in grains of grain_size bytes, each looked up
+    (and admitted, and evicted) as one: a 32 KiB read is one 64 KiB grain
+    by default, two 16 KiB grains with grain_size = 16KiB."""
+    path, data = data_file
+    reads = [[5 * MiB, 32768], [5 * MiB, 32768]]
+    big = probe(shared_cluster, tmp_path, [], path, reads)
+    small = probe(shared_cluster, tmp_path, [('grain_size = "64KiB"', 'grain_size = "16KiB"')], path, reads)
+    assert big["digests"] == small["digests"] == expected(data, reads)
+    for c in (big["counters"], small["counters"]):  # the same pages cached, then read again
+        assert c["client.cache_page_misses"] == c["client.cache_page_hits"] == 8
+    # The second read finds one grain, or two.
+    assert big["counters"]["client.fragment_cache.hits"] == 1
+    assert small["counters"]["client.fragment_cache.hits"] == 2
+    assert small["counters"]["client.fragment_cache.misses"] == 2 * big["counters"]["client.fragment_cache.misses"]
+
+
+HOT_ROUNDS = 10
+HOT_PAGES = 8
+
+
+def hot_then_scan(grains, scanned):
+    """Reads of a hot set of pages in HOT_ROUNDS rounds, a one-shot scan of
+    one page of each of `scanned` other 64 KiB grains, the hot set again
+    (pages of a file of `grains` grains)."""
+    rng = random.Random(7)
+    picked = rng.sample(range(grains), HOT_PAGES + scanned)
+    hot = [[g * 65536 + 4096, 4096] for g in picked[:HOT_PAGES]]
+    scan = [[g * 65536 + 8192, 4096] for g in picked[HOT_PAGES:]]
+    return [r for _ in range(HOT_ROUNDS) for r in rng.sample(hot, len(hot))] + scan + hot
+
+
+def test_fragment_cache_policy(shared_cluster, tmp_path, data_file):
+    """A one-shot scan larger than the cache between two rounds of a hot
+    set: W-TinyLFU (the default) keeps the hot pages, LRU lets the scan
+    push them out."""
+    path, data = data_file
+    reads = hot_then_scan(190, 150)  # of keys.bin
+    small = ('capacity = "1GiB"\npolicy = "tinylfu"', 'capacity = "256KiB"\npolicy = "tinylfu"')
+    lfu = probe(shared_cluster, tmp_path, [small], path, reads)
+    lru = probe(shared_cluster, tmp_path, [small, ('capacity = "256KiB"\npolicy = "tinylfu"',
+                                                   'capacity = "256KiB"\npolicy = "lru"')], path, reads)
+    assert lfu["digests"] == lru["digests"] == expected(data, reads)
+    # Both: the rounds after the first hit every hot page; the scan pages are
+    # all new. Then LRU has lost every hot page to the scan, while W-TinyLFU
+    # refused the scan pages room against them (most of them: its frequency
+    # sketch is a small one at this capacity, and a collision may favour a
+    # scan page).
+    rounds = HOT_PAGES * (HOT_ROUNDS - 1)
+    assert lru["counters"]["client.cache_page_hits"] == rounds
+    assert lfu["counters"]["client.cache_page_hits"] >= rounds + HOT_PAGES // 2
+
+
+def test_stripe_unit(shared_cluster, tmp_root, tmp_path):
+    """ec.stripe_unit (the MDS's, for the files it creates): 64 KiB read
+    from the start of a file is one data shard's stripe unit at 64 KiB (one
+    piece from one DSS), four shards' at 16 KiB."""
+    data = os.urandom(1 * MiB)
+    reads = [[0, 65536]]
+    small = Cluster(tmp_root, config_edits=[('stripe_unit = "64KiB"', 'stripe_unit = "16KiB"')])
+    try:
+        with open(small.path("s.bin"), "wb") as f:
+            f.write(data)
+        narrow = probe(small, tmp_path, [NO_CACHE], "/s.bin", reads)
+    finally:
+        small.down()
+    with open(shared_cluster.path("s.bin"), "wb") as f:
+        f.write(data)
+    wide = probe(shared_cluster, tmp_path, [NO_CACHE], "/s.bin", reads)
+    assert narrow["digests"] == wide["digests"] == expected(data, reads)
+    assert wide["counters"]["client.batch_segments"] == 1
+    assert narrow["counters"]["client.batch_segments"] == 4
