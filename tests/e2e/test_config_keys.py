@@ -218,8 +218,7 @@ def test_fragment_cache_policy(shared_cluster, tmp_path, data_file):
     reads = hot_then_scan(190, 150)  # of keys.bin
     small = ('capacity = "1GiB"\npolicy = "tinylfu"', 'capacity = "256KiB"\npolicy = "tinylfu"')
     lfu = probe(shared_cluster, tmp_path, [small], path, reads)
-    lru = probe(shared_cluster, tmp_path, [small, ('capacity = "256KiB"\npolicy = "tinylfu"',
-                                                   'capacity = "256KiB"\npolicy = "lru"')], path, reads)
+    lru = probe(shared_cluster, tmp_path, [small, (small[1], small[1].replace("tinylfu", "lru"))], path, reads)
     assert lfu["digests"] == lru["digests"] == expected(data, reads)
     # Both: the rounds after the first hit every hot page; the scan pages are
     # all new. Then LRU has lost every hot page to the scan, while W-TinyLFU
