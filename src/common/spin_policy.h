@@ -9,7 +9,10 @@
 // Thread-safe (relaxed atomics: a lost update only shifts the score by one).
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace rustfs {
@@ -27,6 +30,28 @@ class SpinPolicy {
     int s = score_.load(std::memory_order_relaxed);
     s = caught ? std::min(s + 1, kMax) : std::max(s - 2, 0);
     score_.store(s, std::memory_order_relaxed);
+  }
+  // Polls `caught` (a cheap, non-blocking check) for up to `budget` if
+  // ShouldSpin, and records the outcome. Returns whether it caught the event.
+  // It yields the CPU between polls: on a host with fewer cores than busy
+  // threads (two vCPUs carry the client, the servers and their I/O threads)
+  // a poller that keeps its core starves the very thread that would make the
+  // event happen, and psync x 4 fell from 17-18 K to 14-15 K reads/s; with
+  // nothing else runnable sched_yield returns at once (a 0.3 µs syscall here)
+  // and the poll still saves the wake-up (QD1 unchanged).
+  template <class Caught>
+  bool Poll(std::chrono::microseconds budget, Caught caught) {
+    if (!ShouldSpin()) return false;
+    const auto until = std::chrono::steady_clock::now() + budget;
+    do {
+      if (caught()) {
+        Record(true);
+        return true;
+      }
+      sched_yield();
+    } while (std::chrono::steady_clock::now() < until);
+    Record(false);
+    return false;
   }
 
  private:

@@ -485,12 +485,8 @@ void RandomReadEngine::ReapUntil(Batch& mine) {
     // reply is one disk read away: polling the ring for it costs less CPU
     // than the wake-up that sleeping in the kernel would cost (TARGETS.md),
     // while polls keep catching their completion (SpinPolicy).
-    if (inflight_light_.load(std::memory_order_relaxed) && spin_.ShouldSpin()) {
-      const auto until = std::chrono::steady_clock::now() + kReapSpin;
-      for (unsigned i = 0; io_uring_peek_cqe(ring_.get(), &cqe) != 0; i++)
-        if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) break;  // the clock is not free
-      spin_.Record(cqe != nullptr);
-    }
+    if (inflight_light_.load(std::memory_order_relaxed))
+      spin_.Poll(kReapSpin, [&] { return io_uring_peek_cqe(ring_.get(), &cqe) == 0; });
     __kernel_timespec ts{.tv_sec = 0, .tv_nsec = kReapWaitNs};
     int r = cqe ? 0 : io_uring_wait_cqe_timeout(ring_.get(), &cqe, &ts);
     if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN) {

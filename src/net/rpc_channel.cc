@@ -118,16 +118,11 @@ static void SpinForReply(int fd) {
     Waiting() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
     ~Waiting() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
   } me;
-  if (g_waiting.load(std::memory_order_relaxed) > 1 || !g_spin.ShouldSpin()) return;
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  char b;
-  do {
-    if (::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) {  // data, EOF or error
-      g_spin.Record(true);
-      return;
-    }
-  } while (std::chrono::steady_clock::now() < until);
-  g_spin.Record(false);
+  if (g_waiting.load(std::memory_order_relaxed) > 1) return;
+  g_spin.Poll(kSpin, [fd] {
+    char b;
+    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN;  // data, EOF or error
+  });
 }
 
 // An idle pooled connection has nothing to read; if it is readable, the
