@@ -83,7 +83,7 @@ def test_io_uring_false_keeps_dev_fuse(tmp_root):
 
 @needs_ring
 def test_ring_depth_sizes_the_rings(tmp_root):
-    c = Cluster(tmp_root, config_edits=[("ring_depth = 32", "ring_depth = 2")])
+    c = Cluster(tmp_root, config_edits=[("ring_depth = 128", "ring_depth = 2")])
     try:
         assert "x 2 entries" in c.log("fuse")
         # 16 requests in flight from 4 jobs through 2 entries per CPU: they
