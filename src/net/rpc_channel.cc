@@ -180,6 +180,7 @@ class TcpCall final : public CallState {
   RpcChannel* channel_;
   int fd_;
   uint64_t id_;
+  bool spun_ = false;  // polled for the reply once already: Wait does not again
 };
 
 PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& req,
@@ -224,6 +225,14 @@ Result<RpcReply> PendingCall::Wait() {
 
 bool TcpCall::Ready(int timeout_ms) {
   if (fd_ < 0) return true;
+  // A caller about to sleep for the reply polls for it first, as Wait
+  // does: the EC reader waits here (up to its hedge delay) before Wait, so
+  // without this its reads always slept (cold QD1 native 7.4-7.9 K reads/s
+  // vs 9.1 K with it; FUSE 5.7-5.8 K vs 7.2-7.3 K).
+  if (timeout_ms > 0 && !spun_) {
+    SpinForReply(fd_);
+    spun_ = true;
+  }
   pollfd p{fd_, POLLIN, 0};
   int r;
   do r = ::poll(&p, 1, std::max(0, timeout_ms));
@@ -239,7 +248,7 @@ Result<RpcReply> TcpCall::Wait() {
     ::close(fd);
     return Err(Unavailable(why + " from " + channel_->address_));
   };
-  SpinForReply(fd);
+  if (!spun_) SpinForReply(fd);
   if (auto due = channel_->TakeProofDue(fd)) {  // the first reply on a new connection
     uint8_t theirs[kProofBytes];
     if (!ReadFull(fd, theirs, sizeof theirs)) return fail("refused (wrong cluster key?)");
