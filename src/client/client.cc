@@ -189,9 +189,16 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino, bool writable) {
 // map is not trusted from one read to the next: every read asks the MDS for
 // its range's.
 Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
-                           std::shared_lock<std::shared_mutex>& rl, std::unique_lock<std::shared_mutex>& wl) {
-  CheckLease();  // a lapsed lease: nothing cached is served any more
+                           std::shared_lock<std::shared_mutex>& rl, std::unique_lock<std::shared_mutex>& wl,
+                           LockWait wait) {
   const bool hold = cfg_.random_read.hold_layout_lease;
+  if (wait == LockWait::kNoLockWait) {  // a lapsed lease is not fresh: that read waits
+    rl = std::shared_lock(st.mu, std::try_to_lock);
+    if (rl && hold && MapFresh(st, offset, len)) return Status::Ok();
+    if (rl) rl.unlock();
+    return Status(Code::kWouldBlock, "the file's map is locked or must be fetched");
+  }
+  CheckLease();  // a lapsed lease: nothing cached is served any more
   rl = std::shared_lock(st.mu);
   if (hold && MapFresh(st, offset, len)) return Status::Ok();
   rl.unlock();
@@ -211,7 +218,7 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
   return r.bytes;
 }
 
-Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
+Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait) {
   for (const ReadReq& r : reqs) {
     if (r.via && r.via->state != f.state) {
       Status bad = InvalidArgument("ReadMany: a read came through an open file of another inode");
@@ -222,7 +229,7 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
   bool planned = false;
   for (const ReadReq& r : reqs) planned |= NotePlannedRead(f, r.offset, r.length);
   for (int attempt = 0;; attempt++) {
-    Status s = ReadManyOnce(f, reqs, attempt == 0, planned);
+    Status s = ReadManyOnce(f, reqs, attempt == 0, planned, wait);
     // kStale from the reader: the map named a chunk version that is gone
     // (an overwrite raced with this read): fetch the map again, read again.
     if (s.code() != Code::kStale || attempt >= 2) return s;
@@ -230,7 +237,7 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs) {
   }
 }
 
-Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned) {
+Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait) {
   FileState& st = *f.state;
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
@@ -240,7 +247,7 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     lo = std::min(lo, r.offset);
     hi = std::max(hi, r.offset + r.length);
   }
-  if (Status s = LockForRead(st, lo, hi > lo ? hi - lo : 0, rl, wl); !s.ok()) {
+  if (Status s = LockForRead(st, lo, hi > lo ? hi - lo : 0, rl, wl, wait); !s.ok()) {
     for (auto& r : reqs) r.status = s;
     return s;
   }

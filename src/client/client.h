@@ -176,7 +176,14 @@ class Client {
   // BatchRead for the whole set (LLD-002 §5.2, the role of an RDMA SGL).
   // Each request gets its own status; the return value is the first error.
   // A `via` of another inode fails every request (InvalidArgument).
-  Status ReadMany(OpenFile& f, std::span<ReadReq> reqs);
+  //
+  // kNoLockWait is for reads a thread starts while it waits for its own
+  // (net/wait_hook.h), and may hold this file's lock: instead of waiting
+  // for the lock or fetching the map, ReadMany fails every request with
+  // kWouldBlock before reading, and the caller serves them later in the
+  // ordinary way.
+  enum class LockWait { kMayBlock, kNoLockWait };
+  Status ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait = LockWait::kMayBlock);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
   // fallocate(2): mode 0 or FALLOC_FL_KEEP_SIZE (space is not reserved:
   // holes read as zeros and take no room), FALLOC_FL_PUNCH_HOLE |
@@ -269,9 +276,9 @@ class Client {
   Status RefreshMap(FileState& st);
   // first: count the reads (not again when retried); planned: the file
   // has an access plan (its bytes go to the stream tier).
-  Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned);
+  Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait);
   Status LockForRead(FileState& st, uint64_t offset, uint64_t len, std::shared_lock<std::shared_mutex>& rl,
-                     std::unique_lock<std::shared_mutex>& wl);
+                     std::unique_lock<std::shared_mutex>& wl, LockWait wait);
   // Fetches the chunk map of [offset, offset + len) into st (an MDS call).
   // Caller holds st.mu exclusively.
   Status FetchMap(FileState& st, uint64_t offset, uint64_t len);

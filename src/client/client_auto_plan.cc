@@ -53,7 +53,7 @@ void Client::LoadIndex(FileState& st) {
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
   // The whole file (whatever it is, it is small: kMaxIndexFileBytes).
-  if (!LockForRead(st, 0, std::max<uint64_t>(st.attr.size(), 1), rl, wl).ok()) return;
+  if (!LockForRead(st, 0, std::max<uint64_t>(st.attr.size(), 1), rl, wl, LockWait::kMayBlock).ok()) return;
   const uint64_t size = st.attr.size();
   if (size > kMaxIndexFileBytes) return;
   std::string bytes(size, '\0');

@@ -1,4 +1,5 @@
 #include "client/ec_reader.h"
+#include "net/wait_hook.h"
 #include "net/wire_status.h"
 
 #include <pthread.h>
@@ -208,6 +209,11 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
   }
   const int64_t started_us = SteadyNowUs();
   const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
+  // While this thread waits for the replies it may start other reads (a
+  // FUSE ring thread's newly arrived ones, net/wait_hook.h): the caller
+  // holds only the file's map lock, which those reads only try-lock. Their
+  // time counts in these replies' latency: that only raises the hedge delay.
+  net::WaitWindow may_start_other_reads;
   for (size_t bi = 0; bi < batches.size(); bi++) {
     Batch& b = batches[bi];
     auto fail_all = [&](const Status& st, bool slow = false) {
@@ -289,6 +295,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
           std::memcpy(jobs[i].extent->dst + p.buf_offset, base + (p.shard_offset - seg.offset), p.length);
     }
   }
+  may_start_other_reads.Close();  // the repair's waits hold more than the map lock
   if (failed.empty()) return Status::Ok();
   return Repair(ino, g, failed);
 }

@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/sysinfo.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -67,10 +69,12 @@ int main(int argc, char** argv) {
   // (lock waits, flushes) beside the reads.
   app.add_option("--threads", threads, "FUSE worker threads (requests served at once)");
   bool sync_reads = false;
-  unsigned leaders = 4;
+  // Over io_uring every CPU's queue thread leads its reads, and again while
+  // it waits for them (net/wait_hook.h): two per CPU, at least 4.
+  unsigned leaders = std::max(4u, 2 * unsigned(get_nprocs_conf()));
   app.add_flag("--sync-reads", sync_reads,
                "serve each read in the FUSE worker that received it (no batching; for comparison)");
-  app.add_option("--read-leaders", leaders, "FUSE workers serving batched reads at once");
+  app.add_option("--read-leaders", leaders, "threads serving batched reads at once (default: 2 per CPU, at least 4)");
   CLI11_PARSE(app, argc, argv);
   rustfs::InitLogging("fuse");
   rustfs::RaiseFdLimit();

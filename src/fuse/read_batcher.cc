@@ -28,23 +28,29 @@ ReadBatcher::DeferLeading::~DeferLeading() { --t_defer_leading; }
 void ReadBatcher::Submit(fuse_req_t req, client::OpenFile* file, uint64_t offset, size_t size) {
   std::unique_lock lk(mu_);
   queue_.push_back({req, file, offset, size});
-  if (t_defer_leading == 0) LeadLocked(lk);
+  if (t_defer_leading == 0) LeadLocked(lk, client::Client::LockWait::kMayBlock);
 }
 
 void ReadBatcher::Lead() {
   std::unique_lock lk(mu_);
-  LeadLocked(lk);
+  LeadLocked(lk, client::Client::LockWait::kMayBlock);
 }
 
-void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk) {
+void ReadBatcher::LeadWhileWaiting() {
+  std::unique_lock lk(mu_);
+  LeadLocked(lk, client::Client::LockWait::kNoLockWait);
+}
+
+void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk, client::Client::LockWait wait) {
   static Counter& batches = GetCounter("fuse.read_batches");
   static Counter& reads = GetCounter("fuse.batched_reads");
+  static Counter& nested = GetCounter("fuse.reads_served_while_waiting");
   if (leaders_ >= max_leaders_) return;  // a leader takes it with its next batch
   // This worker leads: it serves what is queued (its own read and any that
   // arrived meanwhile) until the queue is empty, then goes back to the
   // kernel. No other thread is woken to serve a read.
   ++leaders_;
-  std::vector<Item> batch;
+  std::vector<Item> batch, blocked;
   while (!queue_.empty()) {
     const size_t n = std::min(max_batch_, queue_.size());
     batch.assign(queue_.begin(), queue_.begin() + ptrdiff_t(n));
@@ -52,14 +58,19 @@ void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk) {
     lk.unlock();
     batches.Inc();
     reads.Add(batch.size());
-    Serve(batch);
+    const size_t was_blocked = blocked.size();
+    Serve(batch, wait, blocked);
+    if (wait == client::Client::LockWait::kNoLockWait) nested.Add(batch.size() - (blocked.size() - was_blocked));
     if (after_batch_) after_batch_();
     lk.lock();
   }
+  // Back at the head, for a leader that may block (this thread's own, once
+  // its batch is done), not for this loop to take again.
+  queue_.insert(queue_.begin(), blocked.begin(), blocked.end());
   --leaders_;
 }
 
-void ReadBatcher::Serve(std::vector<Item>& batch) {
+void ReadBatcher::Serve(std::vector<Item>& batch, client::Client::LockWait wait, std::vector<Item>& blocked) {
   // Each inode's reads go together, whichever open file they came through
   // (several readers of one file: fio jobs, DataLoader workers): one
   // ReadMany, so one BatchRead per DSS for all of them.
@@ -77,10 +88,12 @@ void ReadBatcher::Serve(std::vector<Item>& batch) {
       reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {},
                       batch[j].file == batch[i].file ? nullptr : batch[j].file});
     }
-    (void)client_.ReadMany(*batch[i].file, reqs);  // each request carries its own status
+    (void)client_.ReadMany(*batch[i].file, reqs, wait);  // each request carries its own status
     for (size_t k = 0; k < reqs.size(); k++) {
       const Item& it = batch[i + k];
-      if (!reqs[k].status.ok()) {
+      if (reqs[k].status.code() == Code::kWouldBlock && wait == client::Client::LockWait::kNoLockWait) {
+        blocked.push_back(it);
+      } else if (!reqs[k].status.ok()) {
         LOG_WARN("read at {}+{} failed: {}", it.offset, it.size, reqs[k].status.ToString());
         fuse_reply_err(it.req, reqs[k].status.ToErrno());
       } else {

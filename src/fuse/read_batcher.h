@@ -49,6 +49,11 @@ class ReadBatcher {
   // Serves the queue until it is empty, unless `max_leaders` workers
   // already serve it (they take what is queued before they stop).
   void Lead();
+  // Lead, by a thread that is itself leading and waits for its batch's
+  // replies (a FUSE ring thread's wait hook, net/wait_hook.h): reads that
+  // would wait for a file lock (Client::LockWait::kNoLockWait) go back to
+  // the queue, which that thread's own Lead serves after its batch.
+  void LeadWhileWaiting();
 
   // Called on the leading thread after each batch's replies (a transport
   // that holds replies back to send them together sends them then). Set
@@ -62,9 +67,11 @@ class ReadBatcher {
     uint64_t offset;
     size_t size;
   };
-  void Serve(std::vector<Item>& batch);
+  // Replies to the batch's reads, but for those that would block (only
+  // with kNoLockWait), which it appends to `blocked`.
+  void Serve(std::vector<Item>& batch, client::Client::LockWait wait, std::vector<Item>& blocked);
   // Called with `lk` held; returns with it held.
-  void LeadLocked(std::unique_lock<std::mutex>& lk);
+  void LeadLocked(std::unique_lock<std::mutex>& lk, client::Client::LockWait wait);
 
   client::Client& client_;
   const unsigned max_leaders_;

@@ -25,6 +25,7 @@
 #include "common/metrics.h"
 #include "common/thread_affinity.h"
 #include "fuse/read_batcher.h"
+#include "net/wait_hook.h"
 
 namespace rustfs::fuse {
 namespace {
@@ -82,6 +83,7 @@ struct Queue {
   std::mutex sq_mu;  // the submission queue: the queue thread and repliers
   std::vector<Entry> ents;
   std::thread thread;
+  bool ending = false;  // the queue thread's: the channel is ending
 };
 
 // A queue thread holds back the commits of the replies it sends (its own
@@ -133,6 +135,7 @@ struct UringChannel::Impl {
   ssize_t ReplyInit(int fd, const iovec* iov, int count);
   Status Start();
   void QueueLoop(Queue& q);
+  void Drain(Queue& q, bool while_waiting);
   bool HandleCqe(Queue& q, const io_uring_cqe* cqe);
   void Process(Entry* e);
   void WorkerLoop();
@@ -289,7 +292,21 @@ void UringChannel::Impl::QueueLoop(Queue& q) {
     io_uring_sqe_set_data64(sqe, kWakeTag);
     io_uring_submit(&q.ring);
   }
-  for (bool run = true; run;) {
+  // While this thread waits for its batch's replies, the requests the
+  // kernel puts on its ring meanwhile are taken and their reads started
+  // (net/wait_hook.h): its CPU's callers are not held up by one batch
+  // (psync x 4 on 2 CPUs kept 2 reads in flight, not 4). The ring's fd
+  // polls readable once a completion is posted.
+  struct RingHook final : net::WaitHook {
+    Impl& impl;
+    Queue& q;
+    RingHook(Impl& i, Queue& qu) : impl(i), q(qu) {}
+    int fd() const override { return q.ring.ring_fd; }
+    bool Pending() override { return io_uring_cq_ready(&q.ring) > 0; }
+    void Run() override { impl.Drain(q, /*while_waiting=*/true); }
+  } hook(*this, q);
+  net::ScopedWaitHook use_hook(batcher ? &hook : nullptr);
+  while (!q.ending) {
     io_uring_cqe* cqe;
     const int rc = io_uring_wait_cqe(&q.ring, &cqe);
     if (rc == -EINTR) continue;
@@ -297,22 +314,34 @@ void UringChannel::Impl::QueueLoop(Queue& q) {
       LOG_ERROR("FUSE ring {}: wait: {}", q.qid, strerror(-rc));
       break;
     }
-    t_hold_commits = true;
-    {
-      // Reads queue up while the ring is drained and are served as one batch.
-      ReadBatcher::DeferLeading defer;
-      unsigned head, n = 0;
-      io_uring_for_each_cqe(&q.ring, head, cqe) {
-        n++;
-        run = HandleCqe(q, cqe) && run;
-      }
-      io_uring_cq_advance(&q.ring, n);
-    }
-    FlushHeldCommits();
-    if (batcher) batcher->Lead();  // flushes after each batch (SetAfterBatch)
-    FlushHeldCommits();
-    t_hold_commits = false;
+    Drain(q, /*while_waiting=*/false);
   }
+}
+
+// Takes every completion on the ring and serves the reads among them as
+// one batch. while_waiting: called by the wait hook, with this thread's own
+// batch in flight (its commits are held already, and stay held after).
+void UringChannel::Impl::Drain(Queue& q, bool while_waiting) {
+  const bool held = t_hold_commits;
+  t_hold_commits = true;
+  {
+    // Reads queue up while the ring is drained and are served as one batch.
+    ReadBatcher::DeferLeading defer;
+    io_uring_cqe* cqe;
+    unsigned head, n = 0;
+    io_uring_for_each_cqe(&q.ring, head, cqe) {
+      n++;
+      if (!HandleCqe(q, cqe)) q.ending = true;
+    }
+    io_uring_cq_advance(&q.ring, n);
+  }
+  FlushHeldCommits();
+  if (batcher) {  // flushes after each batch (SetAfterBatch)
+    if (while_waiting) batcher->LeadWhileWaiting();
+    else batcher->Lead();
+  }
+  FlushHeldCommits();
+  t_hold_commits = held;
 }
 
 // False: the connection or the channel is ending.

@@ -20,6 +20,7 @@
 #include "common/spin_policy.h"
 #include "common/uninit.h"
 #include "net/rpc_server.h"
+#include "net/wait_hook.h"
 
 namespace rustfs::net {
 
@@ -119,10 +120,34 @@ static void SpinForReply(int fd) {
     ~Waiting() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
   } me;
   if (g_waiting.load(std::memory_order_relaxed) > 1) return;
-  g_spin.Poll(kSpin, [fd] {
+  WaitHook* hook = ActiveWaitHook();  // its work ends the poll too: AwaitReadable runs it
+  g_spin.Poll(kSpin, [fd, hook] {
     char b;
-    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN;  // data, EOF or error
+    return ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN  // data, EOF or error
+           || (hook && hook->Pending());
   });
+}
+
+// Waits up to timeout_ms for fd to be readable (or failed), running this
+// thread's wait hook (wait_hook.h) whenever it has work meanwhile. False
+// when the time ran out.
+static bool AwaitReadable(int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool hook_failed = false;
+  for (;;) {
+    WaitHook* hook = hook_failed ? nullptr : ActiveWaitHook();
+    pollfd p[2] = {{fd, POLLIN, 0}, {hook ? hook->fd() : -1, POLLIN, 0}};
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const int r = ::poll(p, hook ? 2 : 1, int(std::max<int64_t>(0, left.count())));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || p[0].revents) return true;  // a reply, or an error Wait will meet
+    if (hook && (p[1].revents & ~POLLIN)) hook_failed = true;  // never spin on a broken fd
+    if (hook && !hook_failed && (p[1].revents || hook->Pending())) {
+      RunWaitHook(*hook);
+      continue;
+    }
+    if (r == 0) return false;
+  }
 }
 
 // An idle pooled connection has nothing to read; if it is readable, the
@@ -237,11 +262,7 @@ bool TcpCall::Ready(int timeout_ms) {
   // without this its reads always slept (cold QD1 native 7.4-7.9 K reads/s
   // vs 9.1 K with it; FUSE 5.7-5.8 K vs 7.2-7.3 K).
   if (timeout_ms > 0) SpinOnce();
-  pollfd p{fd_, POLLIN, 0};
-  int r;
-  do r = ::poll(&p, 1, std::max(0, timeout_ms));
-  while (r < 0 && errno == EINTR);
-  return r != 0;
+  return AwaitReadable(fd_, std::max(0, timeout_ms));
 }
 
 Result<RpcReply> TcpCall::Wait() {
@@ -253,6 +274,9 @@ Result<RpcReply> TcpCall::Wait() {
     ::close(fd);
     return Err(Unavailable(why + " from " + channel_->address_));
   };
+  // With a wait hook the thread sleeps in poll, where the hook's fd can
+  // wake it, rather than in recv (which times out on its own, SO_RCVTIMEO).
+  if (ActiveWaitHook() && !AwaitReadable(fd, channel_->timeout_ms_)) return fail("no reply");
   if (auto due = channel_->TakeProofDue(fd)) {  // the first reply on a new connection
     uint8_t theirs[kProofBytes];
     if (!ReadFull(fd, theirs, sizeof theirs)) return fail("refused (wrong cluster key?)");

@@ -12,6 +12,7 @@ import pytest
 from conftest import Cluster, counter, random_file
 
 MiB = 1 << 20
+NO_FRAGMENT_CACHE = ("[fragment_cache]\nenabled = true", "[fragment_cache]\nenabled = false")
 PARAM = "/sys/module/fuse/parameters/enable_uring"
 
 
@@ -90,5 +91,28 @@ def test_ring_depth_sizes_the_rings(tmp_root):
         # wait their turn in the kernel, and all are answered.
         write_then_verify(c, "verified.bin")
         assert ring_replies(c) > 0
+    finally:
+        c.down()
+
+
+@needs_ring
+def test_reads_arriving_during_a_batch_start_while_it_waits(tmp_root):
+    """Four buffered psync readers on one CPU share that CPU's ring queue:
+    while its thread waits for one read's shards, the others' reads reach
+    the ring and are started then (the wait hook, net/wait_hook.h), not after
+    it. Every block is checked by fio against what it wrote (crc32c and
+    header), with the client's cache off so each read goes to the DSS."""
+    c = Cluster(tmp_root, config_edits=[NO_FRAGMENT_CACHE])
+    try:
+        p = c.path("verified.bin")
+        common = [f"--filename={p}", "--bs=4k", "--verify=crc32c", "--verify_fatal=1"]
+        fio(["--name=w", "--rw=randwrite", "--direct=1", "--ioengine=libaio", "--iodepth=16",
+             "--size=16m", "--do_verify=0"] + common, c.dir)
+        subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
+        before = counter(c.stats(), "client", "fuse.reads_served_while_waiting")
+        # Each reader checks its own quarter (no two wait on one page).
+        fio(["--name=v", "--rw=randwrite", "--verify_only", "--ioengine=psync", "--numjobs=4",
+             "--size=4m", "--offset_increment=4m", "--cpus_allowed=0"] + common, c.dir)
+        assert counter(c.stats(), "client", "fuse.reads_served_while_waiting") > before
     finally:
         c.down()
