@@ -193,6 +193,10 @@ Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
                            LockWait wait) {
   const bool hold = cfg_.random_read.hold_layout_lease;
   if (wait == LockWait::kNoLockWait) {  // a lapsed lease is not fresh: that read waits
+    // This thread may hold st.mu shared already (its own read of this file
+    // waits for replies): a second read lock by the same thread is allowed
+    // by POSIX (std::shared_mutex is a pthread rwlock here), and a try-lock
+    // never waits for a writer queued behind the first.
     rl = std::shared_lock(st.mu, std::try_to_lock);
     if (rl && hold && MapFresh(st, offset, len)) return Status::Ok();
     if (rl) rl.unlock();
