@@ -3,7 +3,7 @@
 # tiers off, fio reading a data set through the FUSE mount, and `perf record`
 # (software cpu-clock: this VM has no hardware counters) over the whole
 # machine for part of the run. Prints the share of samples per process
-# (command name), then the top functions of each rustfs process and of fio,
+# (thread name), then the top functions of each rustfs process and of fio,
 # kernel and user space together; then the commands. Figures only.
 #
 #   bench/profile.sh [fio job args...]
@@ -56,11 +56,20 @@ grep -E "IOPS=|lat \(usec\)|clat percentiles" "$work/fio.txt" | head -3
 echo
 echo "== samples per process (all CPUs, ${PROFILE_SECONDS} s)"
 { perf report -i "$work/perf.data" --stdio --sort comm --no-children 2>/dev/null | grep -E '^ +[0-9]' | head -15; } || true
-for comm in rustfs-fuse dss-io fio rustfs-mds; do
+# Per process: its threads' samples summed by function. Not `perf report
+# --comm`: with it, perf 6.x listed none of dss-io's top kernel functions
+# (iowrite16, __schedule: most of its cost, attributed to dss-io by
+# `--sort comm`). The FUSE daemon's reads run on its fuse-ring-N threads.
+perf report -i "$work/perf.data" --stdio --sort comm,dso,sym --no-children -g none 2>/dev/null |
+  grep -E '^ +[0-9]' >"$work/by_comm.txt" || true
+for group in "FUSE daemon:rustfs-fuse|fuse-ring-.*" "DSS I/O threads:dss-io" "fio:fio" "MDS:rustfs-mds"; do
   echo
-  echo "== top functions of $comm"
-  { perf report -i "$work/perf.data" --stdio --comm "$comm" --sort dso,sym --no-children -g none 2>/dev/null |
-      grep -E '^ +[0-9]' | head -25; } || true
+  echo "== top functions of the ${group%%:*} (threads ${group#*:})"
+  awk -v re="^(${group#*:})\$" '$2 ~ re {
+      pct = $1; sub(/%/, "", pct); key = $3; for (i = 4; i <= NF; i++) key = key " " $i
+      sum[key] += pct; total += pct }
+    END { printf "%8.2f%%  (all of its samples)\n", total
+          for (k in sum) printf "%8.2f%%  %s\n", sum[k], k }' "$work/by_comm.txt" | sort -t% -k1,1 -rn | head -26
 done
 echo
 echo "commands:"
