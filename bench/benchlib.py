@@ -219,7 +219,7 @@ def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None, dae
 def print_table(title, rows, ceilings):
     """rows: measure() results; ceilings: label -> the local row it is compared to."""
     print(f"\n{title}")
-    print(f"{'row':<34}{'IOPS':>9}{'p50 us':>9}{'p99 us':>9}{'ratio':>7}{'dev/app':>9}{'ours':>7}"
+    print(f"{'row':<38}{'IOPS':>9}{'p50 us':>9}{'p99 us':>9}{'ratio':>7}{'dev/app':>9}{'ours':>7}"
           f"{'CPU us':>8}{'client hit':>11}{'hot hit':>9}{'hedged':>8}{'rebuilt':>8}")
 
     def pct(v):
@@ -227,7 +227,7 @@ def print_table(title, rows, ceilings):
 
     for r in rows:
         base = ceilings.get(r["label"])
-        line = (f"{r['label']:<34}{r['iops']:>9.0f}{r['p50']:>9.1f}{r['p99']:>9.1f}"
+        line = (f"{r['label']:<38}{r['iops']:>9.0f}{r['p50']:>9.1f}{r['p99']:>9.1f}"
                 f"{ratio(r['iops'], base['iops']) if base else 1.0:>7.2f}{r['dev_amp']:>9.2f}")
         if "own_amp" in r:
             line += (f"{r['own_amp']:>7.2f}{r['cpu_us']:>8.1f}{pct(r['client_hit']):>11}{pct(r['hot_hit']):>9}"

@@ -9,7 +9,13 @@ one run, each beside a plain local file of the same size on the same disk:
           librustfs_preload.so (fio's RANDOM hint reaches the daemon as it
           reaches a kernel file system);
   native  the fio engine over librustfs (build/src/librustfs_fio.so): the
-          client in fio's process, a queue's reads sent as batches.
+          client in fio's process, a queue's reads sent as batches;
+  1 TCP hop  build/bin/remote_pread: a forked server answering pread of
+          the local file over loopback TCP, one connection per reader
+          (QD1 and psync x 4 only): one network hop and one disk read with
+          no file system work, the floor of any networked read here, with
+          both sides sleeping in recv or both polling (TARGETS.md: the hop
+          costs a thread wake-up).
 
 Cold rows: the client's fragment cache and the DSS hot tiers are OFF and the
 page cache is dropped before each row, so every byte comes from the disk;
@@ -95,14 +101,25 @@ def main():
                 r["_client"] = json.loads(f.read().splitlines()[-1])
             return r
 
-        jobs = [  # (label suffix, fio arguments, native arguments or None)
+        remote = os.path.join(build, "bin", "remote_pread")
+        have_remote = os.path.exists(remote)
+        if not have_remote:
+            print(f"note: {remote} not built: 1 TCP hop rows skipped")
+
+        def hop_job(threads, direct, wait, runtime=None):
+            out = B.run([remote, "--file", local, "--threads", threads, "--direct", int(direct),
+                         "--wait", wait, "--seconds", runtime or args.runtime],
+                        capture_output=True, text=True).stdout
+            return json.loads(out.strip().splitlines()[-1])
+
+        jobs = [  # (label suffix, fio arguments, native arguments or None, 1 TCP hop (threads, direct) or None)
             ("QD1 O_DIRECT", ["--ioengine=libaio", "--direct=1", "--iodepth=1"],
-             ["--direct=1", "--iodepth=1"]),
-            ("QD32 x 4 O_DIRECT", ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--numjobs=4"], None),
+             ["--direct=1", "--iodepth=1"], (1, True)),
+            ("QD32 x 4 O_DIRECT", ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--numjobs=4"], None, None),
             ("QD256 O_DIRECT", ["--ioengine=libaio", "--direct=1", "--iodepth=256"],
-             ["--direct=1", "--iodepth=256"]),
-            ("psync x 4 buffered", ["--ioengine=psync", "--direct=0", "--numjobs=4"], None),
-            ("mmap x 4", ["--ioengine=mmap", "--numjobs=4"], None),
+             ["--direct=1", "--iodepth=256"], None),
+            ("psync x 4 buffered", ["--ioengine=psync", "--direct=0", "--numjobs=4"], None, (4, False)),
+            ("mmap x 4", ["--ioengine=mmap", "--numjobs=4"], None, None),
         ]
         cl.start(tiers=False, settings=settings)
         # What the FUSE transport itself allows on this machine: libfuse's
@@ -118,12 +135,17 @@ def main():
               f"{args.runtime} s per row, device {dev}", flush=True)
         only = [o.strip() for o in args.only.split(",")] if args.only else None
         warm = 2  # seconds of the same job after each drop: code faults back in (see benchlib.measure)
-        for suffix, fio_args, native_args in jobs:
+        for suffix, fio_args, native_args, hop in jobs:
             if only and not any(suffix.startswith(o + " ") or suffix == o for o in only):
                 continue
             loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev,
                             warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
             cold.append(loc)
+            for wait in ("sleep", "poll") if hop and have_remote else ():
+                r = B.measure(f"1 TCP hop {suffix} ({wait})", lambda: hop_job(*hop, wait), dev,
+                              warmup=lambda: hop_job(*hop, wait, runtime=warm))
+                cold.append(r)
+                base[r["label"]] = loc
             if pt:
                 r = B.measure(f"passthrough_ll {suffix}",
                               lambda: B.fio("pt", pt_file, args.size, fio_args, args.runtime), dev,
@@ -151,6 +173,11 @@ def main():
             pt = None
             print("passthrough_ll: libfuse's example file system over the local file (O_DIRECT passed on): "
                   "what a FUSE file system that adds no work of its own reaches on this machine.")
+        if have_remote:
+            print("1 TCP hop: pread of the local file answered by another process over loopback TCP "
+                  "(build/bin/remote_pread), both sides sleeping in recv or both polling: what a networked "
+                  "read with no file system work reaches here; rustfs native reads make that one hop, "
+                  "FUSE reads one more (kernel to daemon).")
 
         if args.no_cached:
             return
