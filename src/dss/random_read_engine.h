@@ -25,9 +25,16 @@
 // an interrupt-driven ring (logged, counter "dss.io_poll_active") when the
 // device cannot poll, as this machine's virtio disk cannot.
 //
+// A lone read (a batch of one op) while few reads are in flight is read with
+// pread(2) on the calling thread instead: the ring would have the caller poll
+// for that one completion (ReapUntil), which is no faster than sleeping in
+// pread until the disk interrupt, and takes CPU from the threads that would
+// otherwise run meanwhile (ReadBatch says what it measured).
+//
 // Counters: "dss.uring_submits" (io_uring_submit calls), "dss.uring_ops"
 // (SQEs the kernel accepted, retries of short reads included),
-// "dss.io_poll_active" (live engines whose ring is polled).
+// "dss.sync_reads" (lone reads done with pread), "dss.io_poll_active" (live
+// engines whose ring is polled).
 #pragma once
 
 #include <atomic>
@@ -149,9 +156,15 @@ class RandomReadEngine {
   // Handles a slot's completion in the calling thread; true when it must be
   // submitted again (the rest of a short read, EAGAIN).
   bool Complete(Slot* s, Status* status);
-  // Reads what is left of a slot with pread(2); for an op a polled ring
-  // refuses (a buffered fd on an IOPOLL ring).
+  // After the last read of a slot: copies its bytes out of the bounce
+  // buffer, frees it, sets bytes_read and a short read's status.
+  void Finish(Slot* s, Status* status);
+  // Reads what is left of a slot with pread(2): an op a polled ring refuses
+  // (a buffered fd on an IOPOLL ring), and lone reads (ReadAlone).
   void ReadSync(Slot* s, Status* status);
+  // Reads a slot entirely on this thread with pread(2), bounce buffer
+  // included, and finishes it.
+  void ReadAlone(Slot* s, Status* status);
   // Waits until `batch` has completions and takes them (see the top of the
   // file: whoever waits reaps).
   void Await(Batch& batch, std::vector<Slot*>& out);
@@ -175,6 +188,7 @@ class RandomReadEngine {
 
   Counter& submits_;
   Counter& ops_;
+  Counter& sync_reads_;
   Counter& poll_active_;
 };
 

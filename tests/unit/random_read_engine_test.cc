@@ -207,6 +207,50 @@ TEST_F(RandomReadEngineTest, DepthOneStillReadsEverything) {
   CheckCases(cases, ops, st);
 }
 
+// A batch of one op on an idle engine is read with pread on the calling
+// thread (no SQE): the same bytes, short reads and untouched neighbours as
+// through the ring, for every shape of range RandomCases makes.
+TEST_F(RandomReadEngineTest, LoneReadsTakePreadAndMatch) {
+  auto engine = MakeEngine(16);
+  ASSERT_NE(engine, nullptr);
+  if (engine->io_poll_active()) GTEST_SKIP() << "a polled ring always takes the ring";
+  std::mt19937_64 rng(7);
+  auto cases = RandomCases(rng, 300, kFileSize, ref_fd_);
+  auto ops = OpsFor(cases, fd_);
+  Counter& sync = GetCounter("dss.sync_reads");
+  Counter& sqes = GetCounter("dss.uring_ops");
+  const uint64_t sync0 = sync.Get(), sqes0 = sqes.Get();
+  std::vector<Status> all(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<Status> st;
+    ASSERT_TRUE(engine->ReadBatch(std::span(&ops[i], 1), &st).ok());
+    ASSERT_EQ(st.size(), 1u);
+    all[i] = st[0];
+  }
+  CheckCases(cases, ops, all);
+  EXPECT_EQ(sync.Get() - sync0, ops.size());
+  EXPECT_EQ(sqes.Get() - sqes0, 0u);
+}
+
+TEST_F(RandomReadEngineTest, LoneReadErrorsAreThoseOfTheRing) {
+  auto engine = MakeEngine(16);
+  ASSERT_NE(engine, nullptr);
+  std::vector<char> buf(5000);
+  for (int bad : {-1, 1000000}) {  // never a valid fd here
+    std::vector<ReadOp> op = {{bad, 10, buf.size(), buf.data()}};
+    std::vector<Status> st;
+    ASSERT_TRUE(engine->ReadBatch(op, &st).ok());
+    EXPECT_EQ(st[0].code(), Code::kIoError) << st[0].ToString();
+    EXPECT_NE(st[0].message().find(std::strerror(EBADF)), std::string::npos) << st[0].ToString();
+    EXPECT_EQ(op[0].bytes_read, 0u);
+  }
+  std::vector<ReadOp> past = {{fd_, kFileSize + 5000, buf.size(), buf.data()}};
+  std::vector<Status> st;
+  ASSERT_TRUE(engine->ReadBatch(past, &st).ok());
+  EXPECT_EQ(st[0].code(), Code::kShortRead) << st[0].ToString();
+  EXPECT_EQ(past[0].bytes_read, 0u);
+}
+
 TEST_F(RandomReadEngineTest, ConcurrentBatchesFromFourThreads) {
   auto engine = MakeEngine(64);
   ASSERT_NE(engine, nullptr);
@@ -343,14 +387,21 @@ TEST_F(RandomReadEngineTest, FileOfWholeBlocksEndsCleanly) {
   auto engine = MakeEngine(4);
   ASSERT_NE(engine, nullptr);
   void* mem = nullptr;
-  ASSERT_EQ(::posix_memalign(&mem, kBlock, 4 * kBlock), 0);
+  ASSERT_EQ(::posix_memalign(&mem, kBlock, 8 * kBlock), 0);
   std::unique_ptr<char, decltype(&std::free)> buf(static_cast<char*>(mem), &std::free);
-  std::vector<ReadOp> ops = {{f->fd, 0, 4 * kBlock, buf.get()}};
-  std::vector<Status> st;
-  ASSERT_TRUE(engine->ReadBatch(ops, &st).ok());
-  EXPECT_EQ(st[0].code(), Code::kShortRead) << st[0].ToString();
-  EXPECT_EQ(ops[0].bytes_read, 2 * kBlock);
-  EXPECT_EQ(std::memcmp(buf.get(), data_.data(), 2 * kBlock), 0);
+  // Alone (pread on this thread) and two at once (through the ring).
+  for (size_t n : {1, 2}) {
+    SCOPED_TRACE(std::to_string(n) + " op(s)");
+    std::vector<ReadOp> ops;
+    for (size_t i = 0; i < n; ++i) ops.push_back({f->fd, 0, 4 * kBlock, buf.get() + i * 4 * kBlock});
+    std::vector<Status> st;
+    ASSERT_TRUE(engine->ReadBatch(ops, &st).ok());
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(st[i].code(), Code::kShortRead) << st[i].ToString();
+      EXPECT_EQ(ops[i].bytes_read, 2 * kBlock);
+      EXPECT_EQ(std::memcmp(ops[i].dst, data_.data(), 2 * kBlock), 0);
+    }
+  }
   ::close(f->fd);
 }
 
