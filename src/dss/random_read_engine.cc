@@ -281,7 +281,9 @@ Status RandomReadEngine::ReadBatch(std::span<ReadOp> ops, std::vector<Status>* p
   // 7.9/8.0 K reads/s (CPU per read 183-201 -> 152-153 us), psync x 4
   // 18.8/17.6 K -> 19.6/19.8 K, mmap x 4 17.3/17.3 K -> 17.8/17.8 K; the fio
   // engine QD1 9.2/8.5 K -> 10.2/9.4 K; QD32 x 4 unchanged (its batches take
-  // the ring). Under load the ring's batched submissions and shared reaping
+  // the ring). On a 4 GiB set: FUSE QD1 6.6/6.7 K -> 7.4/7.5 K, psync x 4
+  // 15.0/14.3 K -> 16.1/15.6 K, the fio engine QD1 9.2/9.6 K -> 9.0/8.5 K
+  // (within this VM's noise at QD1; 12 us less CPU per read). Under load the ring's batched submissions and shared reaping
   // stay, and a polled ring (IOPOLL) is always used.
   if (ops.size() == 1 && pending.size() == 1 && !io_poll_active_ &&
       inflight_light_.load(std::memory_order_relaxed)) {
