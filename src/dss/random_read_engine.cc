@@ -283,8 +283,9 @@ Status RandomReadEngine::ReadBatch(std::span<ReadOp> ops, std::vector<Status>* p
   // engine QD1 9.2/8.5 K -> 10.2/9.4 K; QD32 x 4 unchanged (its batches take
   // the ring). On a 4 GiB set: FUSE QD1 6.6/6.7 K -> 7.4/7.5 K, psync x 4
   // 15.0/14.3 K -> 16.1/15.6 K, the fio engine QD1 9.2/9.6 K -> 9.0/8.5 K
-  // (within this VM's noise at QD1; 12 us less CPU per read). Under load the ring's batched submissions and shared reaping
-  // stay, and a polled ring (IOPOLL) is always used.
+  // (within this VM's noise at QD1; 12 us less CPU per read). Under load
+  // the ring's batched submissions and shared reaping stay, and a polled
+  // ring (IOPOLL) is always used.
   if (ops.size() == 1 && pending.size() == 1 && !io_poll_active_ &&
       inflight_light_.load(std::memory_order_relaxed)) {
     ReadAlone(pending[0], &status_of(pending[0]));
