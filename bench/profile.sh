@@ -4,7 +4,10 @@
 # (software cpu-clock: this VM has no hardware counters) over the whole
 # machine for part of the run. Prints the share of samples per process
 # (thread name), then the top functions of each rustfs process and of fio,
-# kernel and user space together; then the commands. Figures only.
+# kernel and user space together; then where the reads in flight sit
+# (requests the kernel holds for the mount, from fusectl's `waiting`, which
+# it mounts if it must, and reads in flight at the disk, sampled every 10 ms
+# during the profile); then the commands. Figures only.
 #
 #   bench/profile.sh [fio job args...]
 #   SIZE (default 2G)  RUNTIME (default 20)  PROFILE_SECONDS (default 10)  PORT (default 9600)
@@ -22,8 +25,11 @@ JOB=("$@")
 command -v perf >/dev/null || { echo "profile: perf not found (Debian: linux-perf)" >&2; exit 2; }
 
 work=$(mktemp -d /var/tmp/rustfs-profile.XXXXXX)
+fusectl=/sys/fs/fuse/connections
+mounted_fusectl=0
 cleanup() {
   "$ROOT/build/bin/rustfs" cluster down --dir "$work/cluster" >/dev/null 2>&1 || true
+  [ "$mounted_fusectl" = 1 ] && umount "$fusectl" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,7 +54,37 @@ cmds+=("LD_PRELOAD=$LD_PRELOAD ${fio_cmd[*]}")
 fio_pid=$!
 unset LD_PRELOAD
 sleep 3
+# Where the reads in flight sit: the kernel's requests for our mount (fusectl
+# `waiting`: queued for the daemon or being served by it; the connection is
+# named by the mount's device minor) and the disk's reads in flight.
+if ! mountpoint -q "$fusectl" && mount -t fusectl fusectl "$fusectl" 2>/dev/null; then mounted_fusectl=1; fi
+dev=$(stat -c %d "$work/mnt")
+waiting="$fusectl/$(( (dev & 0xff) | ((dev >> 12) & 0xfff00) ))/waiting"
+src=$(basename "$(findmnt -no SOURCE --target "$work")")
+disk=$src
+[ -e "/sys/class/block/$src/partition" ] && disk=$(basename "$(readlink -f "/sys/class/block/$src/..")")
+sample() {  # every 10 ms for PROFILE_SECONDS, without a fork per sample
+  local n=0 w_sum=0 w_max=0 d_sum=0 d_max=0 w d _ tick
+  exec {tick}<> <(:)
+  local end=$(( SECONDS + PROFILE_SECONDS ))
+  while [ "$SECONDS" -lt "$end" ]; do
+    w=0; [ -r "$waiting" ] && read -r w <"$waiting"
+    read -r d _ <"/sys/block/$disk/inflight"
+    n=$((n + 1)); w_sum=$((w_sum + w)); d_sum=$((d_sum + d))
+    [ "$w" -gt "$w_max" ] && w_max=$w; [ "$d" -gt "$d_max" ] && d_max=$d
+    read -r -t 0.01 -u "$tick" _ || true
+  done
+  if [ -r "$waiting" ]; then
+    echo "FUSE requests the kernel holds for the mount (fusectl waiting): mean $((w_sum / n)), max $w_max ($n samples)"
+  else
+    echo "FUSE requests the kernel holds: not available ($waiting unreadable)"
+  fi
+  echo "reads in flight at $disk (/sys/block/$disk/inflight): mean $((d_sum / n)), max $d_max"
+}
+sample >"$work/inflight.txt" &
+sampler=$!
 say perf record -q -e cpu-clock -F 999 -a -g -o "$work/perf.data" -- sleep "$PROFILE_SECONDS" 2>/dev/null
+wait "$sampler"
 wait "$fio_pid"
 [ -n "${KEEP_PERF:-}" ] && cp "$work/perf.data" "$KEEP_PERF"
 grep -E "IOPS=|lat \(usec\)|clat percentiles" "$work/fio.txt" | head -3
@@ -69,8 +105,11 @@ for group in "FUSE daemon:rustfs-fuse|fuse-ring-.*" "DSS I/O threads:dss-io" "fi
       pct = $1; sub(/%/, "", pct); key = $3; for (i = 4; i <= NF; i++) key = key " " $i
       sum[key] += pct; total += pct }
     END { printf "%8.2f%%  (all of its samples)\n", total
-          for (k in sum) printf "%8.2f%%  %s\n", sum[k], k }' "$work/by_comm.txt" | sort -t% -k1,1 -rn | head -26
+          for (k in sum) printf "%8.2f%%  %s\n", sum[k], k }' "$work/by_comm.txt" | sort -t% -k1,1 -rn | head -26 || true  # head may close the pipe early (pipefail)
 done
+echo
+echo "== where the reads in flight sit (sampled every 10 ms during the profile)"
+cat "$work/inflight.txt"
 echo
 echo "commands:"
 for c in "${cmds[@]}"; do echo "  $c"; done
