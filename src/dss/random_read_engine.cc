@@ -304,14 +304,7 @@ Status RandomReadEngine::ReadBatch(std::span<ReadOp> ops, std::vector<Status>* p
       for (size_t j = head; j < pending.size() && j < head + queue_depth_; ++j) {
         Slot* s = pending[j];
         if (!s->needs_bounce || s->bounce != nullptr || s->failed) continue;
-        void* mem = nullptr;
-        if (::posix_memalign(&mem, kBlock, s->span) != 0) {
-          s->failed = true;
-          status_of(s) = Status::FromErrno(ENOMEM, "bounce buffer for read");
-          continue;
-        }
-        s->bounce = static_cast<char*>(mem);
-        s->buf = s->bounce;
+        s->failed = !GiveBounce(s, &status_of(s));
       }
       size_t consumed = 0;
       Status st = SubmitSome(pending, &head, outstanding == 0, &wave, &consumed);
@@ -467,17 +460,20 @@ void RandomReadEngine::ReadSync(Slot* s, Status* status) {
   }
 }
 
+bool RandomReadEngine::GiveBounce(Slot* s, Status* status) {
+  void* mem = nullptr;
+  if (::posix_memalign(&mem, kBlock, s->span) != 0) {
+    *status = Status::FromErrno(ENOMEM, "bounce buffer for read");
+    return false;
+  }
+  s->bounce = static_cast<char*>(mem);
+  s->buf = s->bounce;
+  return true;
+}
+
 void RandomReadEngine::ReadAlone(Slot* s, Status* status) {
   sync_reads_.Inc();
-  if (s->needs_bounce) {
-    void* mem = nullptr;
-    if (::posix_memalign(&mem, kBlock, s->span) != 0) {
-      *status = Status::FromErrno(ENOMEM, "bounce buffer for read");
-      return;
-    }
-    s->bounce = static_cast<char*>(mem);
-    s->buf = s->bounce;
-  }
+  if (s->needs_bounce && !GiveBounce(s, status)) return;
   ReadSync(s, status);
   if (status->ok()) {
     Finish(s, status);

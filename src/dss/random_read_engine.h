@@ -156,6 +156,9 @@ class RandomReadEngine {
   // Handles a slot's completion in the calling thread; true when it must be
   // submitted again (the rest of a short read, EAGAIN).
   bool Complete(Slot* s, Status* status);
+  // Allocates a slot's aligned bounce buffer (span bytes) and reads go
+  // there; false, with *status set, when memory runs out.
+  bool GiveBounce(Slot* s, Status* status);
   // After the last read of a slot: copies its bytes out of the bounce
   // buffer, frees it, sets bytes_read and a short read's status.
   void Finish(Slot* s, Status* status);
