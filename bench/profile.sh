@@ -60,9 +60,7 @@ sleep 3
 if ! mountpoint -q "$fusectl" && mount -t fusectl fusectl "$fusectl" 2>/dev/null; then mounted_fusectl=1; fi
 dev=$(stat -c %d "$work/mnt")
 waiting="$fusectl/$(( (dev & 0xff) | ((dev >> 12) & 0xfff00) ))/waiting"
-src=$(basename "$(findmnt -no SOURCE --target "$work")")
-disk=$src
-[ -e "/sys/class/block/$src/partition" ] && disk=$(basename "$(readlink -f "/sys/class/block/$src/..")")
+disk=$(cd bench && python3 -c 'import sys, benchlib; print(benchlib.device_of(sys.argv[1]))' "$work")
 sample() {  # every 10 ms for PROFILE_SECONDS, without a fork per sample
   local n=0 w_sum=0 w_max=0 d_sum=0 d_max=0 w d _ tick
   exec {tick}<> <(:)

@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 namespace {
 
 constexpr size_t kRead = 4096;
@@ -56,33 +58,6 @@ struct Opts {
   bool direct = true;
   bool poll = false;
 };
-
-Opts Parse(int argc, char** argv) {
-  Opts o;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Die(a + " wants a value");
-      return argv[++i];
-    };
-    if (a == "--file") o.file = value();
-    else if (a == "--threads") o.threads = unsigned(std::stoul(value()));
-    else if (a == "--seconds") o.seconds = std::stod(value());
-    else if (a == "--direct") o.direct = value() != "0";
-    else if (a == "--wait") {
-      std::string w = value();
-      if (w != "sleep" && w != "poll") Die("--wait is sleep or poll, not " + w);
-      o.poll = w == "poll";
-    } else {
-      Die("unknown argument " + a +
-          " (usage: remote_pread --file F [--threads N] [--seconds S] [--direct 0|1] [--wait sleep|poll])");
-    }
-  }
-  if (o.file.empty()) Die("--file is required");
-  if (o.threads < 1 || o.threads > 256) Die("--threads must be in 1..256");
-  if (!(o.seconds > 0)) Die("--seconds must be > 0");
-  return o;
-}
 
 // Reads exactly n bytes. False on EOF or error. poll: MSG_DONTWAIT and a
 // sched_yield between empty polls instead of sleeping in recv.
@@ -150,7 +125,22 @@ char* AlignedPage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Opts o = Parse(argc, argv);
+  Opts o;
+  CLI::App app{"remote_pread: 4 KiB preads of a local file over one loopback TCP hop (figures only)"};
+  app.add_option("--file", o.file, "the file to read (4 KiB-aligned offsets)")->required();
+  app.add_option("--threads", o.threads, "readers, one connection and server thread each")
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--seconds", o.seconds, "how long to read")->check(CLI::PositiveNumber);
+  app.add_option("--direct", o.direct, "1: the server opens the file O_DIRECT");
+  std::string wait = "sleep";
+  app.add_option("--wait", wait, "sleep: both sides block in recv; poll: both poll it")
+      ->check(CLI::IsMember({"sleep", "poll"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is not an error
+  }
+  o.poll = wait == "poll";
   struct stat st {};
   if (::stat(o.file.c_str(), &st) != 0) Die("stat " + o.file + ": " + strerror(errno));
   const uint64_t pages = uint64_t(st.st_size) / kRead;
