@@ -16,6 +16,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/metrics.h"
@@ -185,7 +186,10 @@ class RpcLoopbackTest : public ::testing::Test {
 
 TEST_F(RpcLoopbackTest, EchoPayloads) {
   std::mt19937_64 rng(5);
-  for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
+  // Sizes on each side of the client's and the server's read-ahead (8 and
+  // 16 KiB), where a reply or a request stops fitting in one read.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{8192} - 40, size_t{8192}, size_t{8193},
+                   size_t{16384} - 40, size_t{16384}, size_t{16385}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
     std::string p(n, '\0');
     for (auto& c : p) c = char(rng());
     ExpectEcho(p, "n" + std::to_string(n));
@@ -196,7 +200,79 @@ TEST_F(RpcLoopbackTest, EchoPayloads) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "");
   EXPECT_EQ(r->payload, "xyz");
-  EXPECT_EQ(calls_.load(), 6);
+  EXPECT_EQ(calls_.load(), 12);
+}
+
+// Frames sent back to back on one connection and cut into pieces of any
+// size (one byte, a few, across frame boundaries, with pauses between
+// some): the server must answer each, in order, byte for byte. Sizes
+// straddle its 16 KiB read-ahead, so small frames come from it, big ones
+// start in it and end through the growing path.
+TEST_F(RpcLoopbackTest, FramesInAnyPiecesAndBackToBackGetTheirReplies) {
+  std::mt19937_64 rng(11);
+  const std::vector<size_t> sizes = {0, 1, 40, 4096, 16384 - 60, 16384, 16385, 40000, 3, (1 << 20) + 7, 5, 0};
+  std::vector<uint8_t> stream;
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < sizes.size(); i++) {
+    pb::RpcHeader h;
+    h.set_id(1000 + i);
+    h.set_method(kEcho);
+    h.set_body("b" + std::to_string(i));
+    const std::string hb = h.SerializeAsString();
+    std::string p(sizes[i], '\0');
+    for (auto& c : p) c = char(rng());
+    std::vector<uint8_t> f = RawPrefix(kFrameMagic, uint32_t(hb.size()), p.size());
+    stream.insert(stream.end(), f.begin(), f.end());
+    stream.insert(stream.end(), hb.begin(), hb.end());
+    stream.insert(stream.end(), p.begin(), p.end());
+    payloads.push_back(std::move(p));
+  }
+  int fd = RawConnect();
+  // The replies are read by another thread while the pieces go out, so
+  // neither side's socket buffer can fill and stall the other.
+  std::vector<std::string> bodies, got_payloads;
+  std::vector<uint64_t> ids;
+  std::thread reader([&] {
+    auto read_full = [&](void* dst, size_t len) {
+      for (size_t got = 0; got < len;) {
+        ssize_t n = ::read(fd, static_cast<char*>(dst) + got, len - got);
+        if (n <= 0) return false;
+        got += size_t(n);
+      }
+      return true;
+    };
+    for (size_t i = 0; i < sizes.size(); i++) {
+      uint8_t prefix[kPrefixBytes];
+      if (!read_full(prefix, kPrefixBytes)) return;
+      auto p = DecodePrefix(prefix);
+      if (!p) return;
+      std::string hdr(p->header_len, '\0'), payload(p->payload_len, '\0');
+      if (!read_full(hdr.data(), hdr.size()) || !read_full(payload.data(), payload.size())) return;
+      pb::RpcHeader rh;
+      if (!rh.ParseFromString(hdr)) return;
+      ids.push_back(rh.id());
+      bodies.push_back(rh.body());
+      got_payloads.push_back(std::move(payload));
+    }
+  });
+  size_t off = 0;
+  while (off < stream.size()) {
+    const int kind = int(rng() % 4);
+    size_t n = kind == 0 ? 1 : kind == 1 ? 1 + rng() % 64 : 1 + rng() % 70000;
+    n = std::min(n, stream.size() - off);
+    ASSERT_EQ(::write(fd, stream.data() + off, n), ssize_t(n));
+    off += n;
+    if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  reader.join();
+  ::close(fd);
+  ASSERT_EQ(ids.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); i++) {
+    EXPECT_EQ(ids[i], 1000 + i);
+    EXPECT_EQ(bodies[i], "b" + std::to_string(i));
+    EXPECT_TRUE(got_payloads[i] == payloads[i]) << "frame " << i << " (" << sizes[i] << " bytes)";
+  }
+  EXPECT_EQ(calls_.load(), int(sizes.size()));
 }
 
 TEST_F(RpcLoopbackTest, ManyCallsInFlight) {
