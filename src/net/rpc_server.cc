@@ -143,6 +143,15 @@ struct RpcServer::Impl {
     }
   }
 
+  // A frame that did not arrive whole within kFrameTimeout: counted and
+  // logged; false, for the caller to close the connection.
+  bool TooSlow() {
+    refused.Inc();
+    LOG_WARN("{}: closing a connection: a frame did not arrive within {} s", name,
+             std::chrono::duration_cast<std::chrono::seconds>(kFrameTimeout).count());
+    return false;
+  }
+
   // Reads into `in` until it holds `need` (<= kInBufBytes) unread bytes,
   // each read taking whatever has arrived; within `deadline` if it has one.
   // (asio's read, not our own recv plus a readiness wait: the read is
@@ -167,12 +176,7 @@ struct RpcServer::Impl {
       } else {
         asio::steady_timer t(sock.get_executor(), *deadline);
         auto r = co_await (sock.async_read_some(room, kTuple) || t.async_wait(kTuple));
-        if (r.index() == 1) {
-          refused.Inc();
-          LOG_WARN("{}: closing a connection: a frame did not arrive within {} s", name,
-                   std::chrono::duration_cast<std::chrono::seconds>(kFrameTimeout).count());
-          co_return false;
-        }
+        if (r.index() == 1) co_return TooSlow();
         std::tie(ec, n) = std::get<0>(r);
       }
       in.end += n;
@@ -207,12 +211,7 @@ struct RpcServer::Impl {
       asio::steady_timer t(sock.get_executor(), deadline);
       auto r = co_await (asio::async_read(sock, asio::buffer(buf.data() + have + got, step - got), kTuple) ||
                          t.async_wait(kTuple));
-      if (r.index() == 1) {
-        refused.Inc();
-        LOG_WARN("{}: closing a connection: a frame did not arrive within {} s", name,
-                 std::chrono::duration_cast<std::chrono::seconds>(kFrameTimeout).count());
-        co_return false;
-      }
+      if (r.index() == 1) co_return TooSlow();
       if (std::get<0>(std::get<0>(r))) co_return false;  // peer closed
     }
     co_return true;
