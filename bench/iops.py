@@ -179,29 +179,28 @@ def main():
                   "read with no file system work reaches here; rustfs native reads make that one hop, "
                   "FUSE reads one more (kernel to daemon).")
 
-        if args.no_cached:
-            return
-        cl.start(tiers=True, settings=settings)
-        warm = [("fuse QD32 x 4 O_DIRECT", lambda: B.fio("fuse", data, CACHED_RANGE, jobs[1][1], args.runtime, env=shim))]
-        if have_engine:
-            holder = {}
+        if not args.no_cached:
+            cl.start(tiers=True, settings=settings)
+            warm = [("fuse QD32 x 4 O_DIRECT", lambda: B.fio("fuse", data, CACHED_RANGE, jobs[1][1], args.runtime, env=shim))]
+            if have_engine:
+                holder = {}
 
-            def nat_cached():
-                holder["r"] = native_job("native", ["--direct=1", "--iodepth=256"], CACHED_RANGE)
-                return holder["r"]
-            warm.append(("native QD256", nat_cached))
-        loc = B.measure("local QD32 x 4 O_DIRECT", lambda: B.fio("local", local, CACHED_RANGE, jobs[1][1],
-                                                                  args.runtime), dev)
-        cached.append(loc)
-        for label, fn in warm:
-            fn()  # one pass to fill the tiers
-            counters = (lambda: holder["r"]["_client"]) if label.startswith("native") else None
-            r = B.measure(label + " (cached)", fn, dev, cl, counters)
-            cached.append(r)
-            base[r["label"]] = loc
-        B.print_table(f"cached 4 KiB random reads: a {CACHED_RANGE} range of the set, read once "
-                      f"before (fragment cache {args.client_cache}, hot tiers 6 x {args.hot_tier})",
-                      cached, base)
+                def nat_cached():
+                    holder["r"] = native_job("native", ["--direct=1", "--iodepth=256"], CACHED_RANGE)
+                    return holder["r"]
+                warm.append(("native QD256", nat_cached))
+            loc = B.measure("local QD32 x 4 O_DIRECT", lambda: B.fio("local", local, CACHED_RANGE, jobs[1][1],
+                                                                      args.runtime), dev)
+            cached.append(loc)
+            for label, fn in warm:
+                fn()  # one pass to fill the tiers
+                counters = (lambda: holder["r"]["_client"]) if label.startswith("native") else None
+                r = B.measure(label + " (cached)", fn, dev, cl, counters)
+                cached.append(r)
+                base[r["label"]] = loc
+            B.print_table(f"cached 4 KiB random reads: a {CACHED_RANGE} range of the set, read once "
+                          f"before (fragment cache {args.client_cache}, hot tiers 6 x {args.hot_tier})",
+                          cached, base)
         print("\nratio: IOPS / the local row beside it. dev/app: bytes the disk device read per byte "
               "fio read (/sys/block); ours: rustfs's own counter (DSS disk bytes / client bytes). "
               "CPU us: CPU time of fio and every rustfs process per read. hedged: pieces served "
