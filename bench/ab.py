@@ -30,14 +30,14 @@ import tempfile
 
 import benchlib as B
 
-JOBS = {  # name: (on the local file?, fio arguments; ENGINE and CONFIG filled in)
-    "lqd1": (True, ["--ioengine=libaio", "--direct=1", "--iodepth=1"]),
-    "lps4": (True, ["--ioengine=psync", "--direct=0", "--numjobs=4"]),
-    "nqd1": (False, ["--ioengine=external:ENGINE", "--rustfs_config=CONFIG", "--direct=1", "--iodepth=1"]),
-    "fqd1": (False, ["--ioengine=libaio", "--direct=1", "--iodepth=1"]),
-    "fps4": (False, ["--ioengine=psync", "--direct=0", "--numjobs=4"]),
-    "fmm4": (False, ["--ioengine=mmap", "--numjobs=4"]),
-    "fq32": (False, ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--numjobs=4"]),
+JOBS = {  # name: (read through: local | native | fuse, fio arguments; ENGINE and CONFIG filled in)
+    "lqd1": ("local", ["--ioengine=libaio", "--direct=1", "--iodepth=1"]),
+    "lps4": ("local", ["--ioengine=psync", "--direct=0", "--numjobs=4"]),
+    "nqd1": ("native", ["--ioengine=external:ENGINE", "--rustfs_config=CONFIG", "--direct=1", "--iodepth=1"]),
+    "fqd1": ("fuse", ["--ioengine=libaio", "--direct=1", "--iodepth=1"]),
+    "fps4": ("fuse", ["--ioengine=psync", "--direct=0", "--numjobs=4"]),
+    "fmm4": ("fuse", ["--ioengine=mmap", "--numjobs=4"]),
+    "fq32": ("fuse", ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--numjobs=4"]),
 }
 
 
@@ -99,16 +99,16 @@ def main():
                 cl.start(tiers=False, settings=settings)
                 data = os.path.join(cl.mnt, "dataset.bin")
                 B.fill(data, size)
-                if any(JOBS[j][0] for j in jobs):
+                if any(JOBS[j][0] == "local" for j in jobs):
                     B.fill(local, size)
                 engine = os.path.join(build, "src", "librustfs_fio.so")
                 shim = {"LD_PRELOAD": os.path.join(build, "src", "librustfs_preload.so")}
                 for j in jobs:
-                    on_local, fio_args = JOBS[j]
+                    via, fio_args = JOBS[j]
                     fio_args = [a.replace("ENGINE", engine).replace("CONFIG", cl.config) for a in fio_args]
-                    path = local if on_local else ("/dataset.bin" if j == "nqd1" else data)
+                    path = {"local": local, "native": "/dataset.bin", "fuse": data}[via]
                     B.drop_caches()
-                    f = B.fio(j, path, args.size, fio_args, args.runtime, env=None if on_local or j == "nqd1" else shim)
+                    f = B.fio(j, path, args.size, fio_args, args.runtime, env=shim if via == "fuse" else None)
                     iops.setdefault((j, name), []).append(f["iops"])
                     print(f"round {r} {name:>10} {j}: {f['iops']:9.0f} IOPS  p50 {f['p50']:6.0f} us  "
                           f"p99 {f['p99']:6.0f} us", flush=True)
