@@ -49,14 +49,10 @@ def parse_variant(text, ap):
     build = os.path.abspath(build)
     if not os.path.exists(os.path.join(build, "bin", "rustfs")):
         ap.error(f"--variant {text}: no {build}/bin/rustfs")
-    settings = {}
-    for kv in filter(None, sets.split(";")):
-        key, _, value = kv.partition("=")
-        section, _, k = key.partition(".")
-        if not value or not k:
-            ap.error(f"--variant {text}: '{kv}' is not SECTION.KEY=VALUE")
-        settings[(section, k)] = value
-    return name, build, settings
+    try:
+        return name, build, B.parse_settings(filter(None, sets.split(";")))
+    except ValueError as e:
+        ap.error(f"--variant {text}: {e}")
 
 
 def main():

@@ -91,6 +91,19 @@ def children_cpu_seconds():
 
 # --- a cluster the benchmark owns ---------------------------------------------
 
+def parse_settings(texts):
+    """{(section, key): value} from "SECTION.KEY=VALUE" texts (the value as
+    TOML), for BenchCluster.start. ValueError names a text of another shape."""
+    settings = {}
+    for kv in texts:
+        key, _, value = kv.partition("=")
+        section, _, name = key.partition(".")
+        if not value or not name:
+            raise ValueError(f"'{kv}': want SECTION.KEY=VALUE")
+        settings[(section, name)] = value
+    return settings
+
+
 class BenchCluster:
     """A local cluster in `root` whose RAM tiers are sized (or turned off)
     by the benchmark, restarted between phases with its data kept."""

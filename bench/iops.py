@@ -59,13 +59,10 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="a config setting for every phase, as TOML (e.g. random_io.numa_pinning='\"off\"')")
     args = ap.parse_args()
-    settings = {}
-    for kv in args.set:
-        key, _, value = kv.partition("=")
-        section, _, name = key.partition(".")
-        if not value or not name:
-            ap.error(f"--set {kv}: want SECTION.KEY=VALUE")
-        settings[(section, name)] = value
+    try:
+        settings = B.parse_settings(args.set)
+    except ValueError as e:
+        ap.error(f"--set {e}")
     size = B.parse_size(args.size)
     build = os.path.abspath(args.build_dir)
     rustfs = os.path.join(build, "bin", "rustfs")
