@@ -1,6 +1,7 @@
 #include "client/client.h"
 
 #include "net/auth.h"
+#include "net/reply_wait.h"
 
 #include <sys/stat.h>
 
@@ -80,7 +81,8 @@ Status Client::Connect() {
   std::vector<std::string> addrs(list->dss_size());
   for (auto& d : list->dss())
     if (d.id() < addrs.size()) addrs[d.id()] = d.address();
-  dss_ = std::make_unique<DssPool>(addrs, cfg_.client.rpc_timeout_ms);
+  dss_ = std::make_unique<DssPool>(addrs, cfg_.client.rpc_timeout_ms,
+                                   net::PollForReplies(cfg_.client.reply_wait));
   EcReader::Options ro;
   ro.gap_threshold = cfg_.random_io.coalesce_gap_threshold;
   ro.hedge = cfg_.client.hedge_reads;

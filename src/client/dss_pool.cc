@@ -11,13 +11,13 @@ constexpr int64_t kDownForNs = 1'000'000'000;  // 1 s, then a read probes it aga
 constexpr int64_t kSlowForNs = 200'000'000;    // 200 ms
 }  // namespace
 
-DssPool::DssPool(const std::vector<std::string>& addresses, int timeout_ms)
+DssPool::DssPool(const std::vector<std::string>& addresses, int timeout_ms, bool poll_replies)
     : down_until_ns_(new std::atomic<int64_t>[addresses.size()]),
       slow_until_ns_(new std::atomic<int64_t>[addresses.size()]),
       inflight_(new std::atomic<int>[addresses.size()]),
       hedged_in_a_row_(new std::atomic<int>[addresses.size()]) {
   for (size_t i = 0; i < addresses.size(); i++) {
-    channels_.push_back(std::make_unique<net::RpcChannel>(addresses[i], timeout_ms, "client"));
+    channels_.push_back(std::make_unique<net::RpcChannel>(addresses[i], timeout_ms, "client", poll_replies));
     down_until_ns_[i] = 0;
     slow_until_ns_[i] = 0;
     inflight_[i] = 0;

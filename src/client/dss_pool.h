@@ -15,8 +15,8 @@ namespace rustfs::client {
 
 class DssPool {
  public:
-  // addresses[i] is DSS i's "host:port".
-  DssPool(const std::vector<std::string>& addresses, int timeout_ms);
+  // addresses[i] is DSS i's "host:port"; poll_replies: see net::RpcChannel.
+  DssPool(const std::vector<std::string>& addresses, int timeout_ms, bool poll_replies);
 
   size_t size() const { return channels_.size(); }
   // nullptr for an id the client has never heard of.

@@ -96,7 +96,8 @@ std::vector<Section> Schema(Config& c) {
       {"client",
        {{"rpc_timeout_ms", &c.client.rpc_timeout_ms},
         {"hedge_reads", &c.client.hedge_reads},
-        {"hedge_min_us", &c.client.hedge_min_us}}},
+        {"hedge_min_us", &c.client.hedge_min_us},
+        {"reply_wait", &c.client.reply_wait}}},
   };
 }
 
@@ -362,6 +363,11 @@ Status ValidatePolicy(std::string_view key, const std::string& policy) {
   return Invalid(StrKv(key, policy), "must be \"tinylfu\" or \"lru\"");
 }
 
+Status ValidateReplyWait(const std::string& mode) {
+  if (mode == "auto" || mode == "poll" || mode == "sleep") return Status::Ok();
+  return Invalid(StrKv("client.reply_wait", mode), "must be \"auto\", \"poll\" or \"sleep\"");
+}
+
 Status ValidatePositiveMs(std::string_view key, uint32_t ms) {
   if (ms > 0) return Status::Ok();
   return Invalid(IntKv(key, ms), "must be > 0");
@@ -594,6 +600,7 @@ Status ValidateConfig(const Config& cfg) {
   RUSTFS_RETURN_IF_ERROR(ValidatePositiveMs("repair.grace_ms", cfg.repair.grace_ms));
   if (cfg.repair.max_bytes_per_s == 0)
     return Invalid(SizeKv("repair.max_bytes_per_s", 0), "must be > 0");
+  RUSTFS_RETURN_IF_ERROR(ValidateReplyWait(cfg.client.reply_wait));
   return ValidatePositiveMs("client.rpc_timeout_ms", cfg.client.rpc_timeout_ms);
 }
 

@@ -160,6 +160,11 @@ struct Config {
     // a degraded read from other shards; the slow one is abandoned.
     bool hedge_reads = true;
     uint32_t hedge_min_us = 2000;
+    // How a caller waits for a DSS's reply: "poll" for it briefly before
+    // sleeping (saves a wake-up, costs syscalls), "sleep", or "auto": poll
+    // where a syscall is cheap (measured at start; net/reply_wait.h has the
+    // figures behind it).
+    std::string reply_wait = "auto";
     bool operator==(const Client&) const = default;
   } client;
 

@@ -1,5 +1,5 @@
 // Whether to poll for an event (the DSS engine reaping a small batch's io_uring
-// completions; RPC replies are slept for, see net/rpc_channel.cc) for a short while
+// completions; an RPC reply, where net/reply_wait.h allows) for a short while
 // before going to sleep on it. Polling saves a thread wake-up (30-75 µs of
 // latency and CPU in this VM, TARGETS.md) when the event comes within the
 // poll, and wastes the whole poll when it does not: under load (a disk

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "common/fd_io.h"
+#include "common/spin_policy.h"
 #include "common/uninit.h"
 #include "net/rpc_server.h"
 #include "net/wait_hook.h"
@@ -48,9 +49,10 @@ bool WriteAll(int fd, iovec* iov, int cnt) {
 
 }  // namespace
 
-RpcChannel::RpcChannel(std::string address, int timeout_ms, std::string counter_prefix)
+RpcChannel::RpcChannel(std::string address, int timeout_ms, std::string counter_prefix, bool poll_replies)
     : address_(std::move(address)),
       timeout_ms_(timeout_ms),
+      poll_replies_(poll_replies),
       wire_sent_(GetCounter(counter_prefix + ".wire_bytes_sent")),
       wire_received_(GetCounter(counter_prefix + ".wire_bytes_received")),
       rpcs_(GetCounter(counter_prefix + ".rpcs_sent")) {}
@@ -103,17 +105,35 @@ Result<int> RpcChannel::Dial() {
   return fd;
 }
 
-// A caller sleeps for its reply; it does not poll for it. Polling (recv
-// MSG_PEEK and sched_yield for up to 250 µs while no other call of the
-// process waited) was measured against sleeping, alternated round by round
-// on one cold 4 GiB set (bench/ab.py, 2026-12-06, two runs of 2 and 3
-// rounds): sleeping was as fast at QD1 (native +1 to +12 %, FUSE +4 to
-// +7 %) and faster under load (psync x 4 +8 to +12 %, mmap x 4 +20 to
-// +22 %, its p99 halved). In this VM a syscall costs ~1 µs and the polls
-// made 6 recv+yield pairs per read (13 of the FUSE daemon's 17 syscalls per
-// read at psync x 4), CPU the two vCPUs' other threads needed; and the
-// server sleeps for requests, so a polling client saves only one of a
-// hop's two wake-ups (bench/remote_pread.cc polls on both sides).
+// Waiting for a reply asleep costs a wake-up when it arrives (30-75 µs of
+// latency in these VMs, more than a 4 KiB read's own work); polling the
+// socket for a short while first costs CPU instead. A channel polls only if
+// made to (poll_replies: config client.reply_wait, net/reply_wait.h, which
+// weighs the price of a poll's syscalls on this machine), only when this
+// process has no other call waiting (queue depth 1: the latency is all
+// there is), only briefly (long enough for a reply that took one disk
+// read), and only while polls keep catching their reply (SpinPolicy).
+static std::atomic<int> g_waiting{0};
+static SpinPolicy g_spin;
+constexpr auto kSpin = std::chrono::microseconds(250);
+
+// True when the poll saw the reply (or the connection's end) arrive: the
+// caller need not wait for readiness again.
+static bool SpinForReply(int fd) {
+  struct Waiting {
+    Waiting() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
+    ~Waiting() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
+  } me;
+  if (g_waiting.load(std::memory_order_relaxed) > 1) return false;
+  WaitHook* hook = ActiveWaitHook();  // its work ends the poll too: AwaitReadable runs it
+  bool readable = false;
+  g_spin.Poll(kSpin, [fd, hook, &readable] {
+    char b;
+    readable = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN;  // data, EOF or error
+    return readable || (hook && hook->Pending());
+  });
+  return readable;
+}
 
 // Waits up to timeout_ms for fd to be readable (or failed), running this
 // thread's wait hook (wait_hook.h) whenever it has work meanwhile. False
@@ -230,9 +250,20 @@ class TcpCall final : public CallState {
   Result<RpcReply> Wait() override;
 
  private:
+  // The first of Ready and Wait to be about to sleep polls for the reply
+  // first, if the channel polls; later waits of this call do not poll
+  // again. True once a poll has seen the reply arrive.
+  bool SpinOnce() {
+    if (!spun_ && channel_->poll_replies_) arrived_ = SpinForReply(fd_);
+    spun_ = true;
+    return arrived_;
+  }
+
   RpcChannel* channel_;
   int fd_;
   uint64_t id_;
+  bool spun_ = false;     // SpinOnce has run
+  bool arrived_ = false;  // and saw the reply arrive
 };
 
 PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& req,
@@ -277,11 +308,17 @@ Result<RpcReply> PendingCall::Wait() {
 
 bool TcpCall::Ready(int timeout_ms) {
   if (fd_ < 0) return true;
+  // A caller about to sleep for the reply polls for it first, as Wait
+  // does: the EC reader waits here (up to its hedge delay) before Wait, so
+  // without this its reads always slept (cold QD1 native 7.4-7.9 K reads/s
+  // vs 9.1 K with it; FUSE 5.7-5.8 K vs 7.2-7.3 K).
+  if (timeout_ms > 0 && SpinOnce()) return true;
   return AwaitReadable(fd_, std::max(0, timeout_ms));
 }
 
 Result<RpcReply> TcpCall::Wait() {
   if (fd_ < 0) return Err(Internal("Wait() called twice"));
+  const bool arrived = SpinOnce();
   int fd = fd_;
   fd_ = -1;
   auto fail = [&](const std::string& why) {
@@ -290,7 +327,7 @@ Result<RpcReply> TcpCall::Wait() {
   };
   // With a wait hook the thread sleeps in poll, where the hook's fd can
   // wake it, rather than in recv (which times out on its own, SO_RCVTIMEO).
-  if (ActiveWaitHook() && !AwaitReadable(fd, channel_->timeout_ms_)) return fail("no reply");
+  if (!arrived && ActiveWaitHook() && !AwaitReadable(fd, channel_->timeout_ms_)) return fail("no reply");
   ReplyReader in(fd);
   if (auto due = channel_->TakeProofDue(fd)) {  // the first reply on a new connection
     uint8_t theirs[kProofBytes];

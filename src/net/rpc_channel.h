@@ -81,7 +81,10 @@ class Transport {
 class RpcChannel : public Transport {
  public:
   // `counter_prefix` names this side's wire counters ("client").
-  RpcChannel(std::string address, int timeout_ms, std::string counter_prefix = "client");
+  // `poll_replies`: a caller polls for its reply briefly before sleeping
+  // for it (net/reply_wait.h decides; rpc_channel.cc says when it polls).
+  RpcChannel(std::string address, int timeout_ms, std::string counter_prefix = "client",
+             bool poll_replies = false);
   ~RpcChannel();
   RpcChannel(const RpcChannel&) = delete;
   RpcChannel& operator=(const RpcChannel&) = delete;
@@ -112,6 +115,7 @@ class RpcChannel : public Transport {
 
   std::string address_;
   int timeout_ms_;
+  bool poll_replies_;
   std::mutex mu_;
   std::vector<int> idle_;  // idle connections, most recently used last
   // New connections whose server proof is not read yet (its first reply).

@@ -23,8 +23,9 @@ class WaitHook {
   virtual ~WaitHook() = default;
   // Readable (POLLIN) when there may be work; polled beside the socket.
   virtual int fd() const = 0;
-  // A cheap, non-blocking check for work (checked when the fd wakes a wait,
-  // which may have been for the socket alone).
+  // A cheap, non-blocking check for work (polled while polling for a reply,
+  // and checked when the fd wakes a wait, which may have been for the
+  // socket alone).
   virtual bool Pending() = 0;
   // Does the work. It may wait for calls of its own (the hook is not
   // re-entered then).

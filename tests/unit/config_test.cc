@@ -87,6 +87,7 @@ TEST(ConfigDefaults, MatchLld002) {
   EXPECT_EQ(c.layout.m, 2u);
   EXPECT_TRUE(c.random_read.prefetch_full_chunkmap);
   EXPECT_TRUE(c.random_read.hold_layout_lease);
+  EXPECT_EQ(c.client.reply_wait, "auto");
   EXPECT_TRUE(c.dss.empty());
 }
 
@@ -370,6 +371,16 @@ TEST(ConfigValidate, Timeouts) {
   ExpectInvalid(c, {"client.rpc_timeout_ms = 0"});
 }
 
+TEST(ConfigValidate, ReplyWait) {
+  Config c;
+  c.client.reply_wait = "spin";
+  ExpectInvalid(c, {"client.reply_wait = \"spin\"", "\"auto\", \"poll\" or \"sleep\""});
+  for (const char* ok : {"auto", "poll", "sleep"}) {
+    c.client.reply_wait = ok;
+    EXPECT_TRUE(ValidateConfig(c).ok()) << ok;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Round trip through ConfigToToml.
 
@@ -389,7 +400,7 @@ Config EveryFieldChanged() {
   c.dss_hot_tier = {false, 1000, "lru"};
   c.access_plan = {false, 7, false};
   c.random_io = {77, false, 0, "manual", "0", "1,3"};
-  c.client = {999, false, 1234};
+  c.client = {999, false, 1234, "sleep"};
   return c;
 }
 

@@ -79,9 +79,15 @@ pb::GetAttrReq Req() {
   return r;
 }
 
-TEST(WaitHookTest, AWaitRunsTheHookWhenItsFdTurnsReadableAndStillGetsItsReply) {
+// Each test runs with a channel that sleeps for its replies and with one
+// that polls for them first (config client.reply_wait).
+class WaitHookTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(ReplyWait, WaitHookTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Polling" : "Sleeping"; });
+
+TEST_P(WaitHookTest, AWaitRunsTheHookWhenItsFdTurnsReadableAndStillGetsItsReply) {
   GatedServer srv;
-  RpcChannel ch(srv.address(), 20000);
+  RpcChannel ch(srv.address(), 20000, "client", GetParam());
   EventHook hook;
   hook.on_run = [&] { srv.Release(); };  // the reply can only come after the hook ran
   ScopedWaitHook use(&hook);
@@ -94,9 +100,9 @@ TEST(WaitHookTest, AWaitRunsTheHookWhenItsFdTurnsReadableAndStillGetsItsReply) {
   EXPECT_EQ(hook.runs, 1);
 }
 
-TEST(WaitHookTest, ReadyRunsTheHookAndReportsTheReplyNotThere) {
+TEST_P(WaitHookTest, ReadyRunsTheHookAndReportsTheReplyNotThere) {
   GatedServer srv;
-  RpcChannel ch(srv.address(), 20000);
+  RpcChannel ch(srv.address(), 20000, "client", GetParam());
   EventHook hook;
   ScopedWaitHook use(&hook);
   WaitWindow window;
@@ -109,9 +115,9 @@ TEST(WaitHookTest, ReadyRunsTheHookAndReportsTheReplyNotThere) {
   EXPECT_TRUE(call.Wait().has_value());
 }
 
-TEST(WaitHookTest, OutsideAWindowTheHookDoesNotRun) {
+TEST_P(WaitHookTest, OutsideAWindowTheHookDoesNotRun) {
   GatedServer srv;
-  RpcChannel ch(srv.address(), 20000);
+  RpcChannel ch(srv.address(), 20000, "client", GetParam());
   EventHook hook;
   ScopedWaitHook use(&hook);
   hook.Signal();  // readable from the start: a wait that watched it would run it
@@ -130,9 +136,9 @@ TEST(WaitHookTest, OutsideAWindowTheHookDoesNotRun) {
   }
 }
 
-TEST(WaitHookTest, TheHookIsNotReenteredByTheCallsItMakes) {
+TEST_P(WaitHookTest, TheHookIsNotReenteredByTheCallsItMakes) {
   GatedServer srv;
-  RpcChannel ch(srv.address(), 20000);
+  RpcChannel ch(srv.address(), 20000, "client", GetParam());
   EventHook hook;
   // The hook makes a call of its own while its fd is still readable: that
   // wait must not run the hook again.
