@@ -8,9 +8,9 @@
 // that once per process. The two machines behind the threshold, measured
 // with bench/ab.py (cold 4 GiB set, RAM tiers off, poll vs sleep alternated
 // round by round):
-//   - syscall ~0.27 µs (KVM guest, cpuidle haltpoll, 2026-12-06): polling
-//     won every row: native QD1 +28 %, FUSE QD1 +17 %, psync x 4 +7 %,
-//     mmap x 4 +5 %;
+//   - syscall ~0.23-0.27 µs (KVM guest, cpuidle haltpoll, 2026-12-06):
+//     sleeping lost every row in two runs: native QD1 -28 / -9 %, FUSE QD1
+//     -17 / -22 %, psync x 4 -7 / -7 %, mmap x 4 -5 / -5 %;
 //   - syscall ~1.1-1.3 µs (PVM guest, 2026-12-06): sleeping won or tied:
 //     native QD1 +1 to +12 %, FUSE QD1 +4 to +7 %, psync x 4 +8 to +12 %,
 //     mmap x 4 +20 to +22 % (polling made 13 of the FUSE daemon's 17
