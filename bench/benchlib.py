@@ -164,6 +164,31 @@ class BenchCluster:
         return json.loads(r.stdout)
 
 
+def machine_line(cluster=None):
+    """Which machine a figure came from, in one line: its CPUs, kernel and
+    cpuidle driver, and how the cluster's FUSE client waits for DSS replies
+    (client.reply_wait; "auto" decides by the cost of a syscall, which
+    differs 4x between the VMs this project has run on)."""
+    def read(path, default="?"):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return default
+    parts = [f"{os.cpu_count()} CPUs", f"kernel {os.uname().release}",
+             "cpuidle " + read("/sys/devices/system/cpu/cpuidle/current_driver", "none")]
+    if cluster:
+        mode = "auto"
+        for line in read(cluster.config, "").splitlines():
+            if line.split("=")[0].strip() == "reply_wait":
+                mode = line.split("=", 1)[1].strip().strip('"')
+        said = [l for l in read(os.path.join(cluster.dir, "logs", "fuse.log"), "").splitlines()
+                if "client.reply_wait" in l]
+        parts.append(said[-1].split("] ")[-1].split("info ")[-1] if mode == "auto" and said
+                     else f'client.reply_wait = "{mode}"')
+    return "machine: " + ", ".join(parts)
+
+
 def delta(after, before, proc, key):
     return after.get(proc, {}).get(key, 0) - before.get(proc, {}).get(key, 0)
 

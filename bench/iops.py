@@ -129,7 +129,8 @@ def main():
         else:
             print(f"note: passthrough_ll rows skipped: {why}")
         print(f"\ncold: {args.size} data set, RAM tiers off, page cache dropped before each row, "
-              f"{args.runtime} s per row, device {dev}", flush=True)
+              f"{args.runtime} s per row, device {dev}")
+        print(B.machine_line(cl), flush=True)
         only = [o.strip() for o in args.only.split(",")] if args.only else None
         warm = 2  # seconds of the same job after each drop: code faults back in (see benchlib.measure)
         for suffix, fio_args, native_args, hop in jobs:

@@ -59,6 +59,7 @@ def main():
             base[ours["label"]] = loc
         B.print_table(f"cold: {args.size} data set, RS 4+2 on 6 local DSS, RAM tiers off, "
                       f"page cache dropped, {args.runtime} s per row, device {dev}", rows, base)
+        print(B.machine_line(cl))
         cl.start(tiers=True)
         cached = lambda: B.fio("fuse", data, "256M", jobs[1][1], args.runtime, env=shim)  # noqa: E731
         cached()  # one pass to fill the tiers
