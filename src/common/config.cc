@@ -358,14 +358,25 @@ Status ValidateAddress(std::string_view key, const std::string& address) {
   return Invalid(StrKv(key, address), problem);
 }
 
-Status ValidatePolicy(std::string_view key, const std::string& policy) {
-  if (policy == "tinylfu" || policy == "lru") return Status::Ok();
-  return Invalid(StrKv(key, policy), "must be \"tinylfu\" or \"lru\"");
+// A key whose value must be one of `choices` (at least two); the message
+// lists them: must be "a", "b" or "c".
+Status ValidateOneOf(std::string_view key, const std::string& value,
+                     std::initializer_list<std::string_view> choices) {
+  for (std::string_view c : choices) {
+    if (value == c) return Status::Ok();
+  }
+  std::string why = "must be ";
+  size_t i = 0;
+  for (std::string_view c : choices) {
+    if (i > 0) why += i + 1 == choices.size() ? " or " : ", ";
+    why += "\"" + std::string(c) + "\"";
+    i++;
+  }
+  return Invalid(StrKv(key, value), why);
 }
 
-Status ValidateReplyWait(const std::string& mode) {
-  if (mode == "auto" || mode == "poll" || mode == "sleep") return Status::Ok();
-  return Invalid(StrKv("client.reply_wait", mode), "must be \"auto\", \"poll\" or \"sleep\"");
+Status ValidatePolicy(std::string_view key, const std::string& policy) {
+  return ValidateOneOf(key, policy, {"tinylfu", "lru"});
 }
 
 Status ValidatePositiveMs(std::string_view key, uint32_t ms) {
@@ -402,9 +413,7 @@ Status ValidateEc(const Config::Ec& ec) {
 }
 
 Status ValidateShardCounts(const Config::Layout& layout) {
-  if (layout.kind != "ec" && layout.kind != "replica") {
-    return Invalid(StrKv("layout.kind", layout.kind), "must be \"ec\" or \"replica\"");
-  }
+  RUSTFS_RETURN_IF_ERROR(ValidateOneOf("layout.kind", layout.kind, {"ec", "replica"}));
   if (layout.k < 1) return Invalid(IntKv("layout.k", layout.k), "must be >= 1");
   const uint64_t width = uint64_t{layout.k} + layout.m;
   if (width > 32) {
@@ -485,10 +494,7 @@ Status ValidateRandomIo(const Config::RandomIo& io) {
     return Invalid(IntKv("random_io.queue_depth", io.queue_depth), "must be in 1..32768");
   }
   const std::string& numa = io.numa_pinning;
-  if (numa != "auto" && numa != "manual" && numa != "off") {
-    return Invalid(StrKv("random_io.numa_pinning", numa),
-                   "must be \"auto\", \"manual\" or \"off\"");
-  }
+  RUSTFS_RETURN_IF_ERROR(ValidateOneOf("random_io.numa_pinning", numa, {"auto", "manual", "off"}));
   if (numa == "manual" && io.poller_cpus.empty()) {
     return Invalid(StrKv("random_io.poller_cpus", io.poller_cpus),
                    "numa_pinning = \"manual\" needs a CPU list (DSS i pins to its i-th CPU)");
@@ -600,7 +606,7 @@ Status ValidateConfig(const Config& cfg) {
   RUSTFS_RETURN_IF_ERROR(ValidatePositiveMs("repair.grace_ms", cfg.repair.grace_ms));
   if (cfg.repair.max_bytes_per_s == 0)
     return Invalid(SizeKv("repair.max_bytes_per_s", 0), "must be > 0");
-  RUSTFS_RETURN_IF_ERROR(ValidateReplyWait(cfg.client.reply_wait));
+  RUSTFS_RETURN_IF_ERROR(ValidateOneOf("client.reply_wait", cfg.client.reply_wait, {"auto", "poll", "sleep"}));
   return ValidatePositiveMs("client.rpc_timeout_ms", cfg.client.rpc_timeout_ms);
 }
 

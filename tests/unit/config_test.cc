@@ -268,7 +268,7 @@ TEST(ConfigValidate, ChunkSizeHugeStripeDoesNotOverflow) {
 TEST(ConfigValidate, LayoutKind) {
   Config c;
   c.layout.kind = "raid5";
-  ExpectInvalid(c, {"layout.kind = \"raid5\""});
+  ExpectInvalid(c, {"layout.kind = \"raid5\"", "must be \"ec\" or \"replica\""});
   c.layout.kind = "replica";
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
@@ -325,7 +325,7 @@ TEST(ConfigValidate, FragmentCache) {
   c.fragment_cache.enabled = false;
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.fragment_cache.policy = "arc";
-  ExpectInvalid(c, {"fragment_cache.policy = \"arc\""});
+  ExpectInvalid(c, {"fragment_cache.policy = \"arc\"", "must be \"tinylfu\" or \"lru\""});
   c.fragment_cache.policy = "lru";
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
@@ -352,7 +352,7 @@ TEST(ConfigValidate, AccessPlanAndRandomIo) {
   c.random_io.queue_depth = 32768;
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.random_io.numa_pinning = "on";
-  ExpectInvalid(c, {"random_io.numa_pinning = \"on\""});
+  ExpectInvalid(c, {"random_io.numa_pinning = \"on\"", "must be \"auto\", \"manual\" or \"off\""});
   c.random_io.numa_pinning = "manual";  // manual names the poller CPUs
   ExpectInvalid(c, {"random_io.poller_cpus = \"\"", "manual"});
   c.random_io.poller_cpus = "1";
