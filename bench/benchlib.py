@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import time
+import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -178,14 +179,13 @@ def machine_line(cluster=None):
     parts = [f"{os.cpu_count()} CPUs", f"kernel {os.uname().release}",
              "cpuidle " + read("/sys/devices/system/cpu/cpuidle/current_driver", "none")]
     if cluster:
-        mode = "auto"
-        for line in read(cluster.config, "").splitlines():
-            if line.split("=")[0].strip() == "reply_wait":
-                mode = line.split("=", 1)[1].strip().strip('"')
-        said = [l for l in read(os.path.join(cluster.dir, "logs", "fuse.log"), "").splitlines()
+        with open(cluster.config, "rb") as f:
+            mode = tomllib.load(f).get("client", {}).get("reply_wait", "auto")
+        # "auto" logs what it measured and chose: the last start's line says it.
+        said = [l[l.index("client.reply_wait"):]
+                for l in read(os.path.join(cluster.dir, "logs", "fuse.log"), "").splitlines()
                 if "client.reply_wait" in l]
-        parts.append(said[-1].split("] ")[-1].split("info ")[-1] if mode == "auto" and said
-                     else f'client.reply_wait = "{mode}"')
+        parts.append(said[-1] if mode == "auto" and said else f'client.reply_wait = "{mode}"')
     return "machine: " + ", ".join(parts)
 
 

@@ -10,7 +10,7 @@
 
 namespace rustfs::net {
 
-bool PollingPays(double syscall_ns) { return syscall_ns <= kPollingPaysBelowNs; }
+bool PollingPays(double syscall_ns) { return syscall_ns <= kPollingPaysUpToNs; }
 
 double MeasureSyscallNs() {
   constexpr int kBatches = 5, kCalls = 64;

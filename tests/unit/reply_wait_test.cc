@@ -27,8 +27,8 @@ TEST(ReplyWaitTest, ExplicitModesAreObeyed) {
 TEST(ReplyWaitTest, AutoPollsWhereASyscallIsCheap) {
   EXPECT_TRUE(PollingPays(270));   // KVM guest with haltpoll: polling won every row
   EXPECT_FALSE(PollingPays(1100));  // PVM guest: sleeping won or tied
-  EXPECT_TRUE(PollingPays(kPollingPaysBelowNs));
-  EXPECT_FALSE(PollingPays(kPollingPaysBelowNs + 1));
+  EXPECT_TRUE(PollingPays(kPollingPaysUpToNs));
+  EXPECT_FALSE(PollingPays(kPollingPaysUpToNs + 1));
 }
 
 TEST(ReplyWaitTest, AutoFollowsTheMeasurement) {
@@ -37,7 +37,7 @@ TEST(ReplyWaitTest, AutoFollowsTheMeasurement) {
   EXPECT_GT(ns, 0);
   // The measurement is noisy near the threshold; away from it "auto" must
   // take the side the measurement says.
-  if (std::fabs(ns - kPollingPaysBelowNs) > kPollingPaysBelowNs / 2) {
+  if (std::fabs(ns - kPollingPaysUpToNs) > kPollingPaysUpToNs / 2) {
     EXPECT_EQ(PollForReplies("auto"), PollingPays(ns)) << ns << " ns per syscall";
   }
 }
