@@ -18,7 +18,7 @@ constexpr uint64_t kWindowCap = uint64_t{1} << 62;
 uint64_t SatAdd(uint64_t a, uint64_t b) { return a > kMaxU64 - b ? kMaxU64 : a + b; }
 
 AccessDetector::Options Sanitize(AccessDetector::Options o) {
-  o.history = std::clamp<uint32_t>(o.history, 2, 64);
+  o.history = std::clamp<uint32_t>(o.history, 2, AccessDetector::kMaxHistory);
   o.min_samples = std::clamp<uint32_t>(o.min_samples, 1, o.history);
   if (o.initial_window == 0) o.initial_window = AccessDetector::Options().initial_window;
   o.initial_window = std::min(o.initial_window, kWindowCap);
@@ -69,28 +69,39 @@ std::optional<HintKind> HintKindFromAdvice(int advice) {
 
 AccessDetector::AccessDetector(Options options) : opt_(Sanitize(options)) {}
 
+// Evaluated without branches (& of bools): every read tests every
+// remembered one, and on a random reader the outcomes are coin flips.
 bool AccessDetector::FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) const {
-  return end > pos && offset <= SatAdd(pos, opt_.sequential_gap) &&
-         SatAdd(offset, opt_.sequential_gap) >= pos;
+  return bool(int(end > pos) & int(offset <= SatAdd(pos, opt_.sequential_gap)) &
+              int(SatAdd(offset, opt_.sequential_gap) >= pos));
 }
 
-bool AccessDetector::ClassifyLocked(uint64_t offset, uint64_t end) const {
+bool AccessDetector::ClassifyAndRecordLocked(uint64_t offset, uint64_t end) {
   // The kernel's convention: a first read at the start of the file is the
   // start of a scan.
-  if (ring_.empty()) return offset == 0;
-  for (const Seen& s : ring_) {
-    if (FollowsLocked(offset, end, s.end)) return true;
+  bool sequential = n_seen_ == 0 && offset == 0;
+  for (size_t i = 0; i < n_seen_; ++i) {
+    Seen& s = ring_[i];
+    sequential |= FollowsLocked(offset, end, s.end);
+    // A remembered read this one precedes was overtaken by it, not random.
+    s.sequential |= FollowsLocked(s.offset, s.end, end);
   }
   // Following the stream counts too, so that the read resuming a scan after
   // a stray read is sequential rather than a second stray.
-  return stream_ && FollowsLocked(offset, end, stream_pos_);
+  sequential |= n_seen_ > 0 && stream_ && FollowsLocked(offset, end, stream_pos_);
+  if (n_seen_ == opt_.history) {  // the oldest goes
+    std::copy(ring_.begin() + 1, ring_.begin() + n_seen_, ring_.begin());
+    n_seen_--;
+  }
+  ring_[n_seen_++] = {offset, end, sequential};
+  return sequential;
 }
 
 void AccessDetector::UpdateDetectedLocked() {
-  const size_t n = ring_.size();
+  const size_t n = n_seen_;
   if (n < opt_.min_samples) return;
-  const size_t seq = static_cast<size_t>(
-      std::count_if(ring_.begin(), ring_.end(), [](const Seen& s) { return s.sequential; }));
+  size_t seq = 0;
+  for (size_t i = 0; i < n; ++i) seq += ring_[i].sequential;
   if (4 * seq >= 3 * n) {
     detected_ = AccessMode::kSequential;
   } else if (4 * seq <= n) {
@@ -172,13 +183,7 @@ AccessDetector::Decision AccessDetector::OnRead(uint64_t offset, uint64_t length
 AccessDetector::Decision AccessDetector::ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size) {
   if (length == 0) return {ModeLocked(), 0, 0};
   const uint64_t end = SatAdd(offset, length);
-  const bool sequential = ClassifyLocked(offset, end);
-  // Reads this one precedes were overtaken by it, not random.
-  for (Seen& s : ring_) {
-    if (!s.sequential && FollowsLocked(s.offset, s.end, end)) s.sequential = true;
-  }
-  ring_.push_back({offset, end, sequential});
-  if (ring_.size() > opt_.history) ring_.pop_front();
+  const bool sequential = ClassifyAndRecordLocked(offset, end);
   UpdateDetectedLocked();
   const AccessMode mode = ModeLocked();
   if (mode != AccessMode::kSequential) {
@@ -262,35 +267,40 @@ uint64_t AccessDetector::window() const {
 
 StrideDetector::StrideDetector(Options options) : opt_(Sanitize(options)) {}
 
-std::optional<StrideDetector::Pattern> StrideDetector::DetectLocked() const {
-  const std::span<const Read> reads(reads_.data(), n_reads_);
-  if (reads.size() < 3) return std::nullopt;
-  const uint64_t record = reads.back().length;
+bool StrideDetector::IsPatternLocked(int64_t stride, uint64_t record) const {
+  // Forward strides that leave gaps smaller than the sequential gap are a
+  // scan with holes: read-ahead already fetches those bytes. (Checked first:
+  // a scan, the commonest reader, leaves here without looking at history.)
+  if (stride == 0 || (stride > 0 && static_cast<uint64_t>(stride) <= SatAdd(record, opt_.sequential_gap)))
+    return false;
+  if (n_reads_ < 3) return false;
   // Deltas between consecutive reads of exactly the record size; unsigned
-  // subtraction reinterpreted as signed gives the backwards strides. A
-  // stride must be more than half of all deltas, so it is the majority
-  // element: one voting pass finds the only candidate, a second counts it
-  // (this runs on every read, the cache-hit path included: no allocation).
-  auto for_each_delta = [&](auto&& f) {
-    for (size_t i = 1; i < reads.size(); ++i)
-      if (reads[i].length == record && reads[i - 1].length == record)
-        f(static_cast<int64_t>(reads[i].offset - reads[i - 1].offset));
-  };
+  // subtraction reinterpreted as signed gives the backwards strides. The
+  // stride must account for more than half of all deltas. Counted without
+  // branches: on a random reader every comparison would be a mispredict,
+  // and this runs on every read, the cache-hit path included.
+  size_t count = 0;
+  for (size_t i = 1; i < n_reads_; ++i) {
+    count += size_t(reads_[i].length == record) & size_t(reads_[i - 1].length == record) &
+             size_t(static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset) == stride);
+  }
+  return count >= opt_.min_matches && 2 * count > n_reads_ - 1;
+}
+
+std::optional<StrideDetector::Pattern> StrideDetector::DetectLocked() const {
+  if (n_reads_ < 3) return std::nullopt;
+  const uint64_t record = reads_[n_reads_ - 1].length;
+  // A pattern's stride is the majority of the deltas: one voting pass finds
+  // the only candidate, IsPatternLocked checks it.
   int64_t best = 0;
   size_t votes = 0;
-  for_each_delta([&](int64_t d) {
+  for (size_t i = 1; i < n_reads_; ++i) {
+    if (reads_[i].length != record || reads_[i - 1].length != record) continue;
+    const auto d = static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset);
     if (votes == 0) best = d;
     votes += d == best ? 1 : size_t(-1);
-  });
-  size_t best_count = 0;
-  for_each_delta([&](int64_t d) { best_count += d == best; });
-  const size_t all_deltas = reads.size() - 1;
-  if (best == 0 || best_count < opt_.min_matches || 2 * best_count <= all_deltas) return std::nullopt;
-  // Forward strides that leave gaps smaller than the sequential gap are a
-  // scan with holes: read-ahead already fetches those bytes.
-  if (best > 0 && static_cast<uint64_t>(best) <= SatAdd(record, opt_.sequential_gap)) {
-    return std::nullopt;
   }
+  if (!IsPatternLocked(best, record)) return std::nullopt;
   return Pattern{best, record};
 }
 
@@ -307,18 +317,18 @@ std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
   }
   reads_[n_reads_++] = {offset, length};
 
-  const std::optional<Pattern> p = DetectLocked();
-  if (p != pattern_) last_predicted_.reset();
-  pattern_ = p;
-  // Predict only while the reader is on the stride right now; after a break
-  // the next prediction starts from wherever it resumes.
-  const bool on_stride = p && had_prev && prev.length == length &&
-                         static_cast<int64_t>(offset - prev.offset) == p->stride;
-  if (!on_stride) {
+  // Predict only while the reader is on the stride right now (the step it
+  // just took is the pattern); after a break the next prediction starts
+  // from wherever it resumes.
+  const auto step_taken = static_cast<int64_t>(offset - prev.offset);
+  if (!had_prev || prev.length != length || !IsPatternLocked(step_taken, length)) {
     last_predicted_.reset();
     return out;
   }
-  const int64_t s = p->stride;
+  const Pattern p{step_taken, length};
+  if (predicted_for_ != p) last_predicted_.reset();
+  predicted_for_ = p;
+  const int64_t s = p.stride;
   const uint64_t step = s > 0 ? static_cast<uint64_t>(s) : static_cast<uint64_t>(-(s + 1)) + 1;
   uint64_t at = offset;
   for (uint32_t k = 0; k < opt_.depth; ++k) {
@@ -333,7 +343,7 @@ std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
     }
     const bool fresh = !last_predicted_ || (s > 0 ? at > *last_predicted_ : at < *last_predicted_);
     if (!fresh) continue;
-    out.push_back({at, std::min(p->record_size, file_size - at)});
+    out.push_back({at, std::min(p.record_size, file_size - at)});
     last_predicted_ = at;
   }
   return out;
@@ -341,7 +351,7 @@ std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
 
 std::optional<StrideDetector::Pattern> StrideDetector::pattern() const {
   std::lock_guard lock(mu_);
-  return pattern_;
+  return DetectLocked();
 }
 
 }  // namespace rustfs::client

@@ -77,6 +77,7 @@ struct ByteRange {
 // when the flag changes).
 class AccessDetector {
  public:
+  static constexpr uint32_t kMaxHistory = 64;  // Options::history's cap
   struct Options {
     uint32_t history = 8;                   // reads remembered; clamped to [2, 64]
     uint32_t min_samples = 3;               // reads needed before leaving kUnknown
@@ -144,7 +145,9 @@ class AccessDetector {
   };
 
   bool FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) const;
-  bool ClassifyLocked(uint64_t offset, uint64_t end) const;
+  // Whether [offset, end) is sequential; marks remembered reads it
+  // precedes as sequential, and remembers it.
+  bool ClassifyAndRecordLocked(uint64_t offset, uint64_t end);
   Decision ObserveLocked(uint64_t offset, uint64_t length, uint64_t file_size);  // OnRead, less `hints`
   void UpdateDetectedLocked();
   AccessMode ModeLocked() const;
@@ -158,8 +161,10 @@ class AccessDetector {
   const Options opt_;
   mutable std::mutex mu_;
 
-  // Classification: the last opt_.history reads, oldest first.
-  std::deque<Seen> ring_;
+  // Classification: the last opt_.history reads, oldest first:
+  // ring_[0, n_seen_). An array, not a deque: every read scans it.
+  std::array<Seen, kMaxHistory> ring_{};
+  size_t n_seen_ = 0;
   AccessMode detected_ = AccessMode::kUnknown;
   std::optional<AccessMode> pinned_;  // kSequential or kRandom
   // Atomic so that SetPlanActive, called on every read, needs no lock when
@@ -230,6 +235,10 @@ class StrideDetector {
     uint64_t length;
   };
 
+  // Whether `stride` between reads of `record` bytes is the pattern of the
+  // remembered reads: the one rule, used by OnRead (for the latest delta)
+  // and by pattern() (for the majority delta).
+  bool IsPatternLocked(int64_t stride, uint64_t record) const;
   std::optional<Pattern> DetectLocked() const;
 
   const Options opt_;
@@ -238,11 +247,11 @@ class StrideDetector {
   // array, not a deque: every read scans it (the cache-hit path included).
   std::array<Read, kMaxHistory> reads_{};
   size_t n_reads_ = 0;
-  std::optional<Pattern> pattern_;
-  // Offset of the furthest record predicted along the stride; cleared
+  // Offset of the furthest record predicted along `predicted_for_`; cleared
   // whenever a read breaks the stride, so a reader that jumps and resumes
   // the same stride elsewhere gets fresh predictions.
   std::optional<uint64_t> last_predicted_;
+  std::optional<Pattern> predicted_for_;
 };
 
 }  // namespace rustfs::client

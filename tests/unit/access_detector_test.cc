@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <deque>
 #include <random>
 #include <set>
 #include <thread>
@@ -606,6 +608,97 @@ TEST(StrideDetectorTest, MixedRecordSizesAreNotAStride) {
   for (int i = 0; i < 40; ++i) {
     EXPECT_TRUE(s.OnRead(i * 64 * kKiB, (i % 2 ? 4 : 8) * kKiB, kGiB).empty()) << i;
   }
+}
+
+// An independent model of the rule StrideDetector documents, written the
+// obvious way (every delta counted against every other, history kept in a
+// deque): a stride is a delta between reads of the latest read's size that
+// more than half of all deltas and at least min_matches of them equal,
+// except forward steps within record + sequential_gap; the reader's latest
+// step must be that stride; each record is predicted once per pattern, and
+// a read off the stride forgets what was predicted.
+struct StrideModel {
+  StrideDetector::Options o;
+  std::deque<std::pair<uint64_t, uint64_t>> reads;  // offset, length
+  std::optional<StrideDetector::Pattern> pattern, predicted_for;
+  std::optional<uint64_t> last;
+
+  std::optional<StrideDetector::Pattern> Detect() const {
+    if (reads.size() < 3) return std::nullopt;
+    const uint64_t record = reads.back().second;
+    std::vector<int64_t> deltas;
+    for (size_t i = 1; i < reads.size(); ++i)
+      if (reads[i].second == record && reads[i - 1].second == record)
+        deltas.push_back(static_cast<int64_t>(reads[i].first - reads[i - 1].first));
+    for (int64_t d : deltas) {
+      const size_t n = std::count(deltas.begin(), deltas.end(), d);
+      if (d == 0 || n < o.min_matches || 2 * n <= reads.size() - 1) continue;
+      if (d > 0 && static_cast<uint64_t>(d) <= record + o.sequential_gap) return std::nullopt;
+      return StrideDetector::Pattern{d, record};
+    }
+    return std::nullopt;
+  }
+
+  std::vector<ByteRange> OnRead(uint64_t offset, uint64_t length, uint64_t size) {
+    std::vector<ByteRange> out;
+    const bool had_prev = !reads.empty();
+    const auto prev = had_prev ? reads.back() : std::pair<uint64_t, uint64_t>{0, 0};
+    reads.emplace_back(offset, length);
+    if (reads.size() > o.history) reads.pop_front();
+    pattern = Detect();
+    if (!pattern || !had_prev || prev.second != length ||
+        static_cast<int64_t>(offset - prev.first) != pattern->stride) {
+      last.reset();
+      return out;
+    }
+    if (predicted_for != pattern) last.reset();
+    predicted_for = pattern;
+    const int64_t s = pattern->stride;
+    int64_t at = static_cast<int64_t>(offset);
+    for (uint32_t k = 0; k < o.depth; ++k) {
+      at += s;
+      if (at < 0) break;
+      if (static_cast<uint64_t>(at) >= size) {
+        if (s > 0) break;
+        continue;
+      }
+      const auto u = static_cast<uint64_t>(at);
+      if (last && (s > 0 ? u <= *last : u >= *last)) continue;
+      out.push_back({u, std::min(length, size - u)});
+      last = u;
+    }
+    return out;
+  }
+};
+
+TEST(StrideDetectorTest, AgreesWithAModelOfItsRuleOnMixedReaders) {
+  std::mt19937_64 rng(11);
+  const uint64_t size = 64 * kMiB;
+  size_t predicted = 0, off_pattern = 0;  // the walk must exercise both answers
+  for (int trial = 0; trial < 200; ++trial) {
+    StrideDetector s;
+    StrideModel m;
+    uint64_t off = (rng() % 1024) * 4096;
+    int64_t stride = int64_t(rng() % 64 + 1) * 4096 * (rng() % 3 == 0 ? -1 : 1);
+    uint64_t record = 4096;
+    for (int i = 0; i < 300; ++i) {
+      switch (rng() % 16) {  // mostly on a stride, with breaks of every kind
+        case 0: off = (rng() % (size / 4096)) * 4096; break;  // a jump
+        case 1: stride = int64_t(rng() % 64 + 1) * 4096 * (rng() % 3 == 0 ? -1 : 1); break;
+        case 2: record = rng() % 2 ? 4096 : 8192; break;
+        case 3: stride = int64_t(record) * (rng() % 5); break;  // a scan (or a repeat)
+        default: off += static_cast<uint64_t>(stride); break;
+      }
+      off %= size;
+      const std::vector<ByteRange> got = s.OnRead(off, record, size);
+      ASSERT_EQ(got, m.OnRead(off, record, size)) << trial << " read " << i;
+      ASSERT_EQ(s.pattern(), m.pattern) << trial << " read " << i;
+      predicted += got.size();
+      off_pattern += !m.pattern;
+    }
+  }
+  EXPECT_GT(predicted, 10000u);
+  EXPECT_GT(off_pattern, 5000u);
 }
 
 TEST(StrideDetectorTest, JumpAndResumePredictsAfresh) {
