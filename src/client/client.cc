@@ -204,10 +204,10 @@ Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
     if (rl) rl.unlock();
     return Status(Code::kWouldBlock, "the file's map is locked or must be fetched");
   }
-  CheckLease();  // a lapsed lease: nothing cached is served any more
   rl = std::shared_lock(st.mu);
-  if (hold && MapFresh(st, offset, len)) return Status::Ok();
+  if (hold && MapFresh(st, offset, len)) return Status::Ok();  // the lease holds: one clock read
   rl.unlock();
+  CheckLease();  // a lapsed lease: nothing cached is served any more
   wl = std::unique_lock(st.mu);
   RUSTFS_RETURN_IF_ERROR(FlushLocked(st));
   if (st.map_stale || !LeaseValid()) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));
