@@ -127,8 +127,8 @@ class FragmentCache {
         page_misses_(GetCounter(metrics + ".cache_page_misses")) {}
   // Visits grain g's cached pages among `want` (a page mask), tier `first`
   // first, then the other for what is still wanted: calls
-  // on_pages(value, mask) under the tier's shard lock for each tier that
-  // has some. Returns the wanted pages neither tier has.
+  // on_pages(value bytes, value's mask, wanted pages it has) under the
+  // tier's shard lock for each tier that has some. Returns the wanted pages neither tier has.
   template <class OnPages>
   uint64_t VisitGrain(const ObjectId& ino, uint64_t g, uint64_t want, Tier first, OnPages&& on_pages);
   // The pages of grain g that [offset, end) touches, as a mask.
@@ -138,14 +138,17 @@ class FragmentCache {
     return upto & ~((uint64_t(1) << first_page) - 1);
   }
 
-  // A grain's value: a small header (its length in byte 0, the u64 bitmap
-  // of cached pages in its last 8 bytes), then those pages packed in page
-  // order, starting 64-byte aligned.
+  // A grain's value: a header ending in the u64 bitmap of cached pages,
+  // then those pages packed in page order, starting 64-byte aligned (see
+  // HeaderBytes). Inserted with the bitmap as its ShardedCache tag.
+  static constexpr size_t kMinHeader = 8;  // the bitmap
+  static size_t HeaderBytes(const char* data);
   static uint64_t MaskOf(const std::string& v);
   // A value with room for mask's pages: its header written, the pages left
   // for the caller to fill, every one of them.
   static std::shared_ptr<std::string> NewValue(uint64_t mask);
-  static const char* PageOf(const std::string& v, uint32_t page);
+  // Page `page` (which `mask` has) of the value whose bytes start at `data`.
+  static const char* PageOf(const char* data, uint64_t mask, uint32_t page);
 
   const uint64_t grain_;
   std::unique_ptr<Cache> tiers_[2];

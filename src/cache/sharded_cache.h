@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -96,21 +97,26 @@ class ShardedCache {
     return found;
   }
 
-  // Like Lookup, but calls visit(const std::string& value) under the shard
-  // lock instead of handing out a reference: the hit path copies the bytes
-  // it needs without touching the value's (shared, contended) reference
-  // count. `visit` must be short and must not call into this cache.
-  // Returns whether `key` was cached.
+  // Like Lookup, but calls visit(std::string_view bytes, uint64_t tag) under
+  // the shard lock instead of handing out a reference: `bytes` is the
+  // value's bytes and `tag` the word Insert kept beside it. The hit path
+  // copies the bytes it needs without touching the value's (shared,
+  // contended) reference count, and reads the tag and where the bytes are
+  // from the map's own node, not from the value's memory: each of those
+  // would be a cache miss on a random read. `visit` must be short and must
+  // not call into this cache. Returns whether `key` was cached.
   template <class Visit>
   bool LookupVisit(const Key& key, Visit&& visit) {
-    return LookupEntry(key, [&](const Entry& e) { visit(*e.value); });
+    return LookupEntry(key, [&](const Entry& e) { visit(e.bytes, e.tag); });
   }
 
-  // Offers `value` for `key` (replacing any cached value of `key`). Returns
-  // whether it is resident afterwards: the policy may reject it (W-TinyLFU
-  // admission, or a charge above the shard's capacity). A null value is
-  // ignored (returns false).
-  bool Insert(const Key& key, std::shared_ptr<const std::string> value) {
+  // Offers `value` for `key` (replacing any cached value of `key`), with
+  // `tag`, a word of the caller's kept beside it for LookupVisit (the
+  // fragment cache keeps the value's page mask there). Returns whether it
+  // is resident afterwards: the policy may reject it (W-TinyLFU admission,
+  // or a charge above the shard's capacity). A null value is ignored
+  // (returns false).
+  bool Insert(const Key& key, std::shared_ptr<const std::string> value, uint64_t tag = 0) {
     if (value == nullptr) return false;
     const uint64_t h = HashOf(key);
     const uint64_t charge = value->size() + kEntryOverheadBytes;
@@ -128,11 +134,13 @@ class ShardedCache {
       }
       resident = s.policy->Contains(h);
       if (resident) {
-        auto [it, inserted] = s.map.try_emplace(h, Entry{key, nullptr});
+        auto [it, inserted] = s.map.try_emplace(h, Entry{key});
         if (!inserted) {
           dropped.push_back(std::move(it->second.value));
           it->second.key = key;  // a hash collision replaces the other key
         }
+        it->second.bytes = *value;  // the value is immutable: its bytes stay put
+        it->second.tag = tag;
         it->second.value = std::move(value);
       }
       s.used.store(s.policy->used_bytes(), std::memory_order_relaxed);
@@ -206,7 +214,9 @@ class ShardedCache {
  private:
   struct Entry {
     Key key;
-    std::shared_ptr<const std::string> value;
+    std::string_view bytes{};  // *value, read without touching value
+    uint64_t tag = 0;          // Insert's tag
+    std::shared_ptr<const std::string> value{};
   };
 
   // Cache-line aligned so that shards locked by different threads do not

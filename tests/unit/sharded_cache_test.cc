@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -174,6 +175,34 @@ TEST(ShardedCacheTest, HashCollisionsNeverReturnAnotherKeysValue) {
   EXPECT_FALSE(cache.Erase({1, 1}));  // must not erase {2, 2}
   EXPECT_NE(cache.Lookup({2, 2}), nullptr);
   EXPECT_EQ(cache.used_bytes(), (ValueFor({2, 2}).size() + ShardedCache<FragKey, ConstantHash>::kEntryOverheadBytes));
+}
+
+// LookupVisit hands the bytes of the value and the tag the latest Insert
+// gave, read from the map: a replaced value (or another key's, after a hash
+// collision) must never show its predecessor's bytes or tag.
+TEST(ShardedCacheTest, LookupVisitGivesTheLatestValuesBytesAndTag) {
+  auto created = ShardedCache<FragKey, ConstantHash>::Create({.capacity_bytes = 1 << 20, .num_shards = 4});
+  ASSERT_TRUE(created.has_value());
+  auto& cache = **created;
+  auto visit = [&](const FragKey& k, std::string* bytes, uint64_t* tag) {
+    return cache.LookupVisit(k, [&](std::string_view b, uint64_t t) { *bytes = std::string(b), *tag = t; });
+  };
+  std::string bytes;
+  uint64_t tag = 0;
+  EXPECT_FALSE(visit({1, 1}, &bytes, &tag));
+  ASSERT_TRUE(cache.Insert({1, 1}, MakeValue({1, 1}), 0x1111));
+  ASSERT_TRUE(visit({1, 1}, &bytes, &tag));
+  EXPECT_EQ(bytes, ValueFor({1, 1}));
+  EXPECT_EQ(tag, 0x1111u);
+  ASSERT_TRUE(cache.Insert({1, 1}, std::make_shared<const std::string>("replaced"), 0x2222));
+  ASSERT_TRUE(visit({1, 1}, &bytes, &tag));
+  EXPECT_EQ(bytes, "replaced");
+  EXPECT_EQ(tag, 0x2222u);
+  ASSERT_TRUE(cache.Insert({2, 2}, MakeValue({2, 2})));  // same hash: displaces {1, 1}, tag 0
+  EXPECT_FALSE(visit({1, 1}, &bytes, &tag));
+  ASSERT_TRUE(visit({2, 2}, &bytes, &tag));
+  EXPECT_EQ(bytes, ValueFor({2, 2}));
+  EXPECT_EQ(tag, 0u);
 }
 
 TEST(ShardedCacheTest, SingleShardWorks) {
