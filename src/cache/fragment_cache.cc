@@ -43,9 +43,8 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
 // function of the buffer's address alone, so a hit finds its page from the
 // mask it keeps in the map (ShardedCache's tag) without reading the header.
 size_t FragmentCache::HeaderBytes(const char* data) {
-  constexpr uintptr_t kAlign = 64;
   const auto at = reinterpret_cast<uintptr_t>(data);
-  return ((at + kMinHeader + kAlign - 1) & ~(kAlign - 1)) - at;
+  return ((at + kMinHeader + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
 }
 
 uint64_t FragmentCache::MaskOf(const std::string& v) {
@@ -62,7 +61,7 @@ const char* FragmentCache::PageOf(const char* data, uint64_t mask, uint32_t page
 std::shared_ptr<std::string> FragmentCache::NewValue(uint64_t mask) {
   auto v = std::make_shared<std::string>();
   const size_t pages = std::popcount(mask) * kPage;  // filled by the caller
-  ResizeUninitialized(*v, kMinHeader + 63 + pages);  // room for any alignment
+  ResizeUninitialized(*v, kMinHeader + kAlign - 1 + pages);  // room for any alignment
   const size_t h = HeaderBytes(v->data());
   v->resize(h + pages);  // shrinking keeps the buffer, so HeaderBytes still holds
   std::memset(v->data(), 0, h);

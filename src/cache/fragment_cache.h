@@ -128,7 +128,8 @@ class FragmentCache {
   // Visits grain g's cached pages among `want` (a page mask), tier `first`
   // first, then the other for what is still wanted: calls
   // on_pages(value bytes, value's mask, wanted pages it has) under the
-  // tier's shard lock for each tier that has some. Returns the wanted pages neither tier has.
+  // tier's shard lock for each tier that has some. Returns the wanted pages
+  // neither tier has.
   template <class OnPages>
   uint64_t VisitGrain(const ObjectId& ino, uint64_t g, uint64_t want, Tier first, OnPages&& on_pages);
   // The pages of grain g that [offset, end) touches, as a mask.
@@ -142,6 +143,7 @@ class FragmentCache {
   // then those pages packed in page order, starting 64-byte aligned (see
   // HeaderBytes). Inserted with the bitmap as its ShardedCache tag.
   static constexpr size_t kMinHeader = 8;  // the bitmap
+  static constexpr size_t kAlign = 64;     // where the pages start, bytes
   static size_t HeaderBytes(const char* data);
   static uint64_t MaskOf(const std::string& v);
   // A value with room for mask's pages: its header written, the pages left

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <span>
 
 namespace rustfs::client {
 namespace {
