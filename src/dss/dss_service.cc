@@ -52,17 +52,13 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   }
   auto place = PlacePoller(po);
   if (!place) return Err(place.error());
-  LOG_INFO("dss {}: I/O threads (io_uring reapers) on CPU {} (NUMA node {}): {}", id, place->cpu,
-           place->node, place->reason);
+  LOG_INFO("dss {}: I/O threads (io_uring reapers), NUMA node {}: {}", id, place->node, place->reason);
   GetCounter("dss.poller_pinned").Add(place->cpu >= 0 ? 1 : 0);
   PreferNodeForNewMemory(place->node);
   std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
   std::filesystem::create_directories(cfg.dss[id].data_dir, ec);
-  s->server_.OnThreadStart([cpu = place->cpu] {
-    pthread_setname_np(pthread_self(), "dss-io");
-    if (Status st = PinCurrentThread(cpu); !st.ok())
-      LOG_WARN("DSS I/O thread not pinned to CPU {}: {}", cpu, st.ToString());
-  });
+  s->server_.OnThreadStart([] { pthread_setname_np(pthread_self(), "dss-io"); });
+  s->server_.PinThreads(place->cpus);
   if (cfg.emulation.dss_reply_delay_us > 0) {
     LOG_WARN("dss {}: EMULATION: every reply delayed {} us (emulation.dss_reply_delay_us)", id,
              cfg.emulation.dss_reply_delay_us);

@@ -183,6 +183,7 @@ Result<PollerPlacement> PlacePoller(const PinningOptions& o) {
           InvalidArgument("numa_pinning manual: " + c + " is reserved (" + o.reserved_cpus + ")"));
     }
     pl.cpu = o.manual_cpu;
+    pl.cpus = {pl.cpu};
     pl.reason = "dss.numa_pinning = \"manual\": poller for " + o.data_dir + " pinned to " + c;
     return pl;
   }
@@ -214,9 +215,12 @@ Result<PollerPlacement> PlacePoller(const PinningOptions& o) {
         head + "; every candidate cpu (" + JoinCpus(pool) + ") is reserved, poller not pinned";
     return pl;
   }
-  pl.cpu = candidates[o.disk_index % candidates.size()];
-  pl.reason = head + "; disk " + std::to_string(o.disk_index) + " poller pinned to cpu " +
-              std::to_string(pl.cpu) + " of " + JoinCpus(candidates) +
+  const size_t first = o.disk_index % candidates.size();
+  pl.cpu = candidates[first];
+  for (size_t i = 0; i < candidates.size(); i++)
+    pl.cpus.push_back(candidates[(first + i) % candidates.size()]);
+  pl.reason = head + "; disk " + std::to_string(o.disk_index) + " pollers on cpus " +
+              JoinCpus(pl.cpus) + ", from cpu " + std::to_string(pl.cpu) +
               (reserved->empty() ? "" : " (reserved " + JoinCpus(*reserved) + " skipped)");
   return pl;
 }

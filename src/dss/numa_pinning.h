@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/thread_affinity.h"
 
 namespace rustfs::dss {
 
@@ -60,6 +59,11 @@ struct PinningOptions {
 
 struct PollerPlacement {
   int cpu = -1;        // CPU to pin the poller to; -1 = leave it unpinned
+  // Every CPU the DSS's I/O threads may be spread over, `cpu` first (empty
+  // when unpinned). Auto: the candidates rotated to start at `cpu`, so that
+  // a connection can be served on the CPU its packets arrive on (net::
+  // RpcServer::PinThreads); manual: just `cpu`.
+  std::vector<int> cpus;
   int node = -1;       // NUMA node of data_dir's disk (allocate its buffers there); -1 = unknown
   std::string reason;  // one human sentence for the startup log
 };
@@ -69,14 +73,14 @@ struct PollerPlacement {
 //   manual: manual_cpu; kInvalidArgument if it is < 0, not online, or reserved.
 //   auto:   the CPUs of data_dir's node (all online CPUs when the node is
 //           unknown or has none) minus reserved_cpus, choosing
-//           candidates[disk_index % size]. If every candidate is reserved,
+//           candidates[disk_index % size], and `cpus` all candidates from
+//           there on, wrapping. If every candidate is reserved,
 //           cpu -1: an unpinned poller is better than one stealing a
 //           reserved core.
 // kInvalidArgument for an unknown mode or a malformed reserved_cpus.
 Result<PollerPlacement> PlacePoller(const PinningOptions& o);
 
-// PinCurrentThread (common/thread_affinity.h) applies a placement's cpu.
-using ::rustfs::PinCurrentThread;
+// net::RpcServer::PinThreads applies a placement's cpus.
 
 // `bytes` of page-aligned, zero-filled memory bound to NUMA node `node`
 // (libnuma), or with the default policy when node < 0, libnuma is

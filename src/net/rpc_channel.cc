@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -58,7 +59,8 @@ RpcChannel::RpcChannel(std::string address, int timeout_ms, std::string counter_
       rpcs_(GetCounter(counter_prefix + ".rpcs_sent")) {}
 
 RpcChannel::~RpcChannel() {
-  for (int fd : idle_) ::close(fd);
+  for (auto& fds : idle_)
+    for (int fd : fds) ::close(fd);
 }
 
 Result<int> RpcChannel::Dial() {
@@ -206,14 +208,14 @@ static bool PeerClosed(int fd) {
   return ::poll(&p, 1, 0) != 0;
 }
 
-Result<int> RpcChannel::Checkout() {
+Result<int> RpcChannel::Checkout(int cpu) {
   for (;;) {
     int fd = -1;
     {
       std::lock_guard lk(mu_);
-      if (idle_.empty()) break;
-      fd = idle_.back();
-      idle_.pop_back();
+      if (size_t(cpu) >= idle_.size() || idle_[cpu].empty()) break;
+      fd = idle_[cpu].back();
+      idle_[cpu].pop_back();
     }
     if (!PeerClosed(fd)) return fd;
     ::close(fd);
@@ -230,16 +232,18 @@ std::optional<Proof> RpcChannel::TakeProofDue(int fd) {
   return p;
 }
 
-void RpcChannel::Checkin(int fd) {
+void RpcChannel::Checkin(int fd, int cpu) {
   std::lock_guard lk(mu_);
-  idle_.push_back(fd);
+  if (size_t(cpu) >= idle_.size()) idle_.resize(size_t(cpu) + 1);
+  idle_[cpu].push_back(fd);
 }
 
 // A call sent on one of the channel's connections, which it holds until the
 // reply is read (then the connection goes back to the pool).
 class TcpCall final : public CallState {
  public:
-  TcpCall(RpcChannel* channel, int fd, uint64_t id) : channel_(channel), fd_(fd), id_(id) {}
+  TcpCall(RpcChannel* channel, int fd, int cpu, uint64_t id)
+      : channel_(channel), fd_(fd), cpu_(cpu), id_(id) {}
   ~TcpCall() override {
     if (fd_ >= 0) {  // abandoned (hedged away): the connection goes
       (void)channel_->TakeProofDue(fd_);
@@ -261,6 +265,7 @@ class TcpCall final : public CallState {
 
   RpcChannel* channel_;
   int fd_;
+  int cpu_;  // the CPU the connection was dialled from (its pool)
   uint64_t id_;
   bool spun_ = false;     // SpinOnce has run
   bool arrived_ = false;  // and saw the reply arrive
@@ -282,8 +287,9 @@ PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& 
   rpcs_.Inc();  // counted before the bytes leave, so the peer's view includes this call
   // A pooled connection may have been closed by the server since its last
   // use; retry once on a fresh one before calling the server unavailable.
+  const int cpu = std::max(0, sched_getcpu());  // -1 where it is not supported
   for (int attempt = 0; attempt < 2; attempt++) {
-    auto fd = Checkout();
+    auto fd = Checkout(cpu);
     if (!fd) return PendingCall(fd.error());
     uint8_t prefix[kPrefixBytes];
     EncodePrefix({uint32_t(hdr_bytes.size()), payload.size()}, prefix);
@@ -292,7 +298,7 @@ PendingCall RpcChannel::Start(uint32_t method, const google::protobuf::Message& 
                     {const_cast<char*>(payload.data()), payload.size()}};
     if (WriteAll(*fd, iov, payload.empty() ? 2 : 3)) {
       wire_sent_.Add(kPrefixBytes + hdr_bytes.size() + payload.size());
-      return PendingCall(std::make_unique<TcpCall>(this, *fd, id));
+      return PendingCall(std::make_unique<TcpCall>(this, *fd, cpu, id));
     }
     ::close(*fd);
   }
@@ -346,7 +352,7 @@ Result<RpcReply> TcpCall::Wait() {
   channel_->wire_received_.Add(kPrefixBytes + p->header_len + p->payload_len);
   pb::RpcHeader hdr;
   if (!hdr.ParseFromString(hdr_bytes) || hdr.id() != id_) return fail("mismatched reply");
-  channel_->Checkin(fd);
+  channel_->Checkin(fd, cpu_);
   if (hdr.code() != 0) return Err(FromWire(hdr.code(), hdr.error()));
   reply.body = std::move(*hdr.mutable_body());
   return reply;

@@ -107,8 +107,9 @@ class RpcChannel : public Transport {
 
  private:
   friend class TcpCall;
-  Result<int> Checkout();
-  void Checkin(int fd);
+  // A connection dialled from `cpu` (the caller's CPU now), idle or new.
+  Result<int> Checkout(int cpu);
+  void Checkin(int fd, int cpu);
   Result<int> Dial();
   // The server proof a new connection still owes (auth.h), taken once.
   std::optional<Proof> TakeProofDue(int fd);
@@ -117,7 +118,12 @@ class RpcChannel : public Transport {
   int timeout_ms_;
   bool poll_replies_;
   std::mutex mu_;
-  std::vector<int> idle_;  // idle connections, most recently used last
+  // Idle connections by the CPU they were dialled from, each most recently
+  // used last. A call takes one dialled from the CPU it runs on: a server
+  // that serves each connection on the CPU its packets arrive on
+  // (RpcServer::PinThreads) then answers it on the caller's CPU when both
+  // share a host.
+  std::vector<std::vector<int>> idle_;
   // New connections whose server proof is not read yet (its first reply).
   // A closed fd's entry is overwritten when the number is dialled again.
   std::unordered_map<int, Proof> proof_due_;

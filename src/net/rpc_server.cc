@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "common/thread_affinity.h"
 #include "common/uninit.h"
 
 namespace rustfs::net {
@@ -68,6 +69,10 @@ struct RpcServer::Impl {
   std::unordered_map<uint32_t, Handler> handlers;
   std::vector<std::thread> workers;
   std::function<void()> thread_start;
+  std::vector<int> thread_cpus;  // PinThreads; empty: none pinned
+  // io context indexes whose thread is pinned to a CPU, by CPU (kPerThread).
+  std::unordered_map<int, std::vector<size_t>> ios_on_cpu;
+  std::unordered_map<int, size_t> next_on_cpu;  // turn among ios_on_cpu[cpu]
   std::chrono::microseconds reply_delay{0};
   Counter& wire_sent;
   Counter& wire_received;
@@ -76,6 +81,7 @@ struct RpcServer::Impl {
   Counter& delayed;  // replies held back by SetReplyDelay (emulation)
   Counter& refused;  // connections closed for a limit: too many, too much held, too slow
   Counter& auth_refused;  // peers without the cluster key
+  Counter& cpu_local;     // connections served on the CPU their packets arrive on
   std::atomic<int> connections{0};
   std::atomic<uint64_t> held{0};  // frame bytes held by every connection
 
@@ -88,7 +94,8 @@ struct RpcServer::Impl {
         bad_frames(GetCounter(name + ".bad_frames")),
         delayed(GetCounter(name + ".emulated_reply_delays")),
         refused(GetCounter(name + ".connections_refused")),
-        auth_refused(GetCounter(name + ".auth_refused")) {
+        auth_refused(GetCounter(name + ".auth_refused")),
+        cpu_local(GetCounter(name + ".connections_on_incoming_cpu")) {
     const int contexts = threading == Threading::kPerThread ? std::max(1, t) : 1;
     for (int i = 0; i < contexts; i++) {
       ios.push_back(std::make_unique<asio::io_context>(threading == Threading::kPerThread ? 1 : t));
@@ -96,10 +103,25 @@ struct RpcServer::Impl {
     }
   }
 
+  // Where a new connection is served (acceptor's thread only): on a thread
+  // pinned to the CPU its packets arrive on, if any (PinThreads).
+  asio::io_context& HomeOf(tcp::socket& sock) {
+    int cpu = -1;
+    socklen_t len = sizeof cpu;
+    if (!ios_on_cpu.empty() &&
+        ::getsockopt(sock.native_handle(), SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) == 0) {
+      auto it = ios_on_cpu.find(cpu);
+      if (it != ios_on_cpu.end()) {
+        cpu_local.Inc();
+        return *ios[it->second[next_on_cpu[cpu]++ % it->second.size()]];
+      }
+    }
+    return *ios[next_io++ % ios.size()];
+  }
+
   asio::awaitable<void> Accept() {
     for (;;) {
-      asio::io_context& home = *ios[next_io++ % ios.size()];
-      auto [ec, sock] = co_await acceptor->async_accept(home, kTuple);
+      auto [ec, accepted] = co_await acceptor->async_accept(kTuple);
       if (ec) {
         if (ec == asio::error::operation_aborted) co_return;
         // e.g. EMFILE: keep serving the connections we have, retry later.
@@ -111,7 +133,13 @@ struct RpcServer::Impl {
         refused.Inc();
         continue;  // sock closes as it goes out of scope
       }
+      // Accepted on the acceptor's context; handed to its home's.
+      asio::io_context& home = HomeOf(accepted);
       asio::error_code ignored;
+      const auto protocol = accepted.local_endpoint(ignored).protocol();
+      const int fd = accepted.release(ignored);
+      if (fd < 0) continue;
+      tcp::socket sock(home, protocol, fd);
       sock.set_option(tcp::no_delay(true), ignored);
       connections++;
       asio::co_spawn(home, Serve(std::move(sock)), [this](std::exception_ptr) { connections--; });
@@ -368,6 +396,8 @@ void RpcServer::Handle(uint32_t method, Handler h) { impl_->handlers[method] = s
 
 void RpcServer::OnThreadStart(std::function<void()> fn) { impl_->thread_start = std::move(fn); }
 
+void RpcServer::PinThreads(std::vector<int> cpus) { impl_->thread_cpus = std::move(cpus); }
+
 void RpcServer::SetReplyDelay(std::chrono::microseconds delay) { impl_->reply_delay = delay; }
 
 Status RpcServer::Start(const std::string& address) {
@@ -385,10 +415,18 @@ Status RpcServer::Start(const std::string& address) {
   } catch (const std::system_error& e) {
     return Status::FromErrno(e.code().value(), "listen on " + address);
   }
+  const std::vector<int>& cpus = impl_->thread_cpus;
+  auto cpu_of = [&](int i) { return cpus.empty() ? -1 : cpus[size_t(i) % cpus.size()]; };
+  if (impl_->ios.size() > 1) {  // kPerThread: thread i runs ios[i]
+    for (int i = 0; i < impl_->threads; i++)
+      if (cpu_of(i) >= 0) impl_->ios_on_cpu[cpu_of(i)].push_back(size_t(i));
+  }
   asio::co_spawn(*impl_->ios[0], impl_->Accept(), asio::detached);
   for (int i = 0; i < impl_->threads; i++)
-    impl_->workers.emplace_back([this, io = impl_->ios[i % impl_->ios.size()].get()] {
+    impl_->workers.emplace_back([this, cpu = cpu_of(i), io = impl_->ios[i % impl_->ios.size()].get()] {
       if (impl_->thread_start) impl_->thread_start();
+      if (Status st = PinCurrentThread(cpu); !st.ok())
+        LOG_WARN("{}: I/O thread not pinned to CPU {}: {}", impl_->name, cpu, st.ToString());
       io->run();
     });
   return Status::Ok();

@@ -4,6 +4,7 @@
 #include "net/frame.h"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/thread_affinity.h"
 #include "net/rpc_channel.h"
 #include "net/rpc_server.h"
 #include "rustfs.pb.h"
@@ -428,6 +430,85 @@ TEST_F(RpcLoopbackTest, ServerGoneIsUnavailable) {
   auto r2 = nowhere.Call(kEcho, pb::Empty());
   ASSERT_FALSE(r2.has_value());
   EXPECT_EQ(r2.error().code(), Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace rustfs::net
+
+namespace rustfs::net {
+namespace {
+
+// CPUs this process may run on (at most 4: enough to tell them apart).
+std::vector<int> UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 4; c++)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+constexpr uint32_t kWhere = 1100;
+
+// The CPU the server's thread answered on, for one call made from a thread
+// pinned to `cpu`; -1 if the call failed.
+int ServedCpuOfCallFrom(RpcChannel& chan, int cpu) {
+  int served = -1;
+  std::thread([&] {
+    if (!PinCurrentThread(cpu).ok()) return;
+    auto r = chan.Call(kWhere, pb::Empty());
+    if (r) served = std::stoi(r->body);
+  }).join();
+  return served;
+}
+
+// RpcServer::PinThreads + RpcChannel's per-CPU pools: a connection is
+// dialled from the caller's CPU, and the server serves it on a thread
+// pinned there, so every call is answered on the CPU that made it.
+TEST(RpcCpuPlacementTest, CallsAreServedOnTheCallersCpu) {
+  const std::vector<int> cpus = UsableCpus();
+  ASSERT_FALSE(cpus.empty());
+  RpcServer server("cpuplace", 2 * int(cpus.size()), RpcServer::Threading::kPerThread);
+  server.Handle(kWhere, [](const std::string&, std::string&, RpcReply& reply) {
+    reply.body = std::to_string(sched_getcpu());
+    return Status::Ok();
+  });
+  server.PinThreads(cpus);
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  RpcChannel chan("127.0.0.1:" + std::to_string(server.port()), 5000, "cpuplace_client");
+  Counter& local = GetCounter("cpuplace.connections_on_incoming_cpu");
+  const uint64_t before = local.Get();
+  // Each CPU in turn, twice over, each call from a new thread: one
+  // connection per CPU, reused by later callers on that CPU.
+  for (int round = 0; round < 2; round++) {
+    for (int cpu : cpus) {
+      for (int call = 0; call < 5; call++)
+        EXPECT_EQ(ServedCpuOfCallFrom(chan, cpu), cpu) << "round " << round << " call " << call;
+    }
+  }
+  EXPECT_EQ(local.Get() - before, cpus.size());
+}
+
+// A connection from a CPU no server thread is pinned to is still served
+// (by the threads in turn), and is not counted as placed on its CPU.
+TEST(RpcCpuPlacementTest, ACallFromAnotherCpuIsServedAnyway) {
+  const std::vector<int> cpus = UsableCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two usable CPUs";
+  RpcServer server("cpuother", 2, RpcServer::Threading::kPerThread);
+  server.Handle(kWhere, [](const std::string&, std::string&, RpcReply& reply) {
+    reply.body = std::to_string(sched_getcpu());
+    return Status::Ok();
+  });
+  server.PinThreads({cpus[0]});
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  RpcChannel chan("127.0.0.1:" + std::to_string(server.port()), 5000, "cpuother_client");
+  Counter& local = GetCounter("cpuother.connections_on_incoming_cpu");
+  const uint64_t before = local.Get();
+  EXPECT_EQ(ServedCpuOfCallFrom(chan, cpus[1]), cpus[0]);
+  EXPECT_EQ(local.Get() - before, 0u);
+  EXPECT_EQ(ServedCpuOfCallFrom(chan, cpus[0]), cpus[0]);
+  EXPECT_EQ(local.Get() - before, 1u);
 }
 
 }  // namespace

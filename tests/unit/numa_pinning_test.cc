@@ -252,6 +252,9 @@ TEST_F(NumaPinningTest, AutoUnknownNodeUsesAllOnlineCpus) {
     got.push_back(p->cpu);
   }
   EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 0}));
+  // The I/O threads spread over every candidate, starting at the disk's own.
+  EXPECT_EQ(PlacePoller(Auto("/proc", "", 2))->cpus, (std::vector<int>{2, 3, 0, 1}));
+  EXPECT_EQ(PlacePoller(Auto("/proc", "0,2", 1))->cpus, (std::vector<int>{3, 1}));
 
   got.clear();
   for (unsigned disk = 0; disk < 3; ++disk)
@@ -261,6 +264,7 @@ TEST_F(NumaPinningTest, AutoUnknownNodeUsesAllOnlineCpus) {
   auto none = PlacePoller(Auto("/proc", "0-3", 0));
   ASSERT_TRUE(none.has_value());
   EXPECT_EQ(none->cpu, -1) << none->reason;
+  EXPECT_TRUE(none->cpus.empty());
 
   // A disk whose kernel node is -1 is unknown too.
   std::string dir = DirOnBlockDevice(tmp_);
@@ -291,6 +295,7 @@ TEST_F(NumaPinningTest, ManualValidates) {
   auto p = PlacePoller(o);
   ASSERT_TRUE(p.has_value()) << p.error().ToString();
   EXPECT_EQ(p->cpu, 3);
+  EXPECT_EQ(p->cpus, std::vector<int>{3});
   for (int cpu : {-1, 4, 2}) {  // negative, not online, reserved
     o.manual_cpu = cpu;
     auto r = PlacePoller(o);
@@ -309,6 +314,7 @@ TEST_F(NumaPinningTest, OffAndUnknownMode) {
   auto p = PlacePoller(o);
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->cpu, -1);
+  EXPECT_TRUE(p->cpus.empty());
   EXPECT_FALSE(p->reason.empty());
 
   o.mode = "on";
