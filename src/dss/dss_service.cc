@@ -52,7 +52,12 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   }
   auto place = PlacePoller(po);
   if (!place) return Err(place.error());
-  LOG_INFO("dss {}: I/O threads (io_uring reapers), NUMA node {}: {}", id, place->node, place->reason);
+  std::string cpus;
+  for (int c : place->cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+  LOG_INFO("dss {}: I/O threads (io_uring reapers) on {} (NUMA node {}): {}", id,
+           cpus.empty() ? std::string("no CPU in particular")
+                        : (place->cpus.size() == 1 ? "CPU " : "CPUs ") + cpus,
+           place->node, place->reason);
   GetCounter("dss.poller_pinned").Add(place->cpu >= 0 ? 1 : 0);
   PreferNodeForNewMemory(place->node);
   std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
