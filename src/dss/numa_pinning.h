@@ -80,8 +80,6 @@ struct PollerPlacement {
 // kInvalidArgument for an unknown mode or a malformed reserved_cpus.
 Result<PollerPlacement> PlacePoller(const PinningOptions& o);
 
-// net::RpcServer::PinThreads applies a placement's cpus.
-
 // `bytes` of page-aligned, zero-filled memory bound to NUMA node `node`
 // (libnuma), or with the default policy when node < 0, libnuma is
 // unavailable or the node does not exist. Returns nullptr on failure or

@@ -131,15 +131,20 @@ struct RpcServer::Impl {
       }
       if (connections.load() >= kMaxConnections) {
         refused.Inc();
-        continue;  // sock closes as it goes out of scope
+        continue;  // `accepted` closes as it goes out of scope
       }
-      // Accepted on the acceptor's context; handed to its home's.
+      // Accepted on the acceptor's context; handed to its home's (the
+      // error_code forms: an exception here would end the accept loop).
       asio::io_context& home = HomeOf(accepted);
-      asio::error_code ignored;
+      asio::error_code handover, ignored;
       const auto protocol = accepted.local_endpoint(ignored).protocol();
-      const int fd = accepted.release(ignored);
-      if (fd < 0) continue;
-      tcp::socket sock(home, protocol, fd);
+      const int fd = accepted.release(handover);
+      if (handover) continue;
+      tcp::socket sock(home);
+      if (sock.assign(protocol, fd, handover); handover) {
+        ::close(fd);
+        continue;
+      }
       sock.set_option(tcp::no_delay(true), ignored);
       connections++;
       asio::co_spawn(home, Serve(std::move(sock)), [this](std::exception_ptr) { connections--; });
