@@ -52,13 +52,10 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   }
   auto place = PlacePoller(po);
   if (!place) return Err(place.error());
-  std::string cpus;
-  for (int c : place->cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-  LOG_INFO("dss {}: I/O threads (io_uring reapers) on {} (NUMA node {}): {}", id,
-           cpus.empty() ? std::string("no CPU in particular")
-                        : (place->cpus.size() == 1 ? "CPU " : "CPUs ") + cpus,
-           place->node, place->reason);
-  GetCounter("dss.poller_pinned").Add(place->cpu >= 0 ? 1 : 0);
+  LOG_INFO("dss {}: I/O threads (io_uring reapers) on {} {} (NUMA node {}): {}", id,
+           place->cpus.size() == 1 ? "CPU" : "CPUs", JoinCpus(place->cpus), place->node,
+           place->reason);
+  GetCounter("dss.poller_pinned").Add(place->cpus.empty() ? 0 : 1);
   PreferNodeForNewMemory(place->node);
   std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
   std::filesystem::create_directories(cfg.dss[id].data_dir, ec);

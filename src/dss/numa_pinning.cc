@@ -72,6 +72,14 @@ bool Contains(const std::vector<int>& sorted, int v) {
   return std::binary_search(sorted.begin(), sorted.end(), v);
 }
 
+// libnuma's answer cannot change while the process runs; ask once.
+bool NumaUsable() {
+  static const bool usable = numa_available() >= 0;
+  return usable;
+}
+
+}  // namespace
+
 std::string JoinCpus(const std::vector<int>& cpus) {
   std::string s;
   for (int c : cpus) {
@@ -80,14 +88,6 @@ std::string JoinCpus(const std::vector<int>& cpus) {
   }
   return s.empty() ? "none" : s;
 }
-
-// libnuma's answer cannot change while the process runs; ask once.
-bool NumaUsable() {
-  static const bool usable = numa_available() >= 0;
-  return usable;
-}
-
-}  // namespace
 
 Result<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> out;
@@ -182,8 +182,7 @@ Result<PollerPlacement> PlacePoller(const PinningOptions& o) {
       return Err(
           InvalidArgument("numa_pinning manual: " + c + " is reserved (" + o.reserved_cpus + ")"));
     }
-    pl.cpu = o.manual_cpu;
-    pl.cpus = {pl.cpu};
+    pl.cpus = {o.manual_cpu};
     pl.reason = "dss.numa_pinning = \"manual\": poller for " + o.data_dir + " pinned to " + c;
     return pl;
   }
@@ -216,11 +215,10 @@ Result<PollerPlacement> PlacePoller(const PinningOptions& o) {
     return pl;
   }
   const size_t first = o.disk_index % candidates.size();
-  pl.cpu = candidates[first];
   for (size_t i = 0; i < candidates.size(); i++)
     pl.cpus.push_back(candidates[(first + i) % candidates.size()]);
   pl.reason = head + "; disk " + std::to_string(o.disk_index) + " pollers on cpus " +
-              JoinCpus(pl.cpus) + ", from cpu " + std::to_string(pl.cpu) +
+              JoinCpus(pl.cpus) + ", from cpu " + std::to_string(pl.cpu()) +
               (reserved->empty() ? "" : " (reserved " + JoinCpus(*reserved) + " skipped)");
   return pl;
 }

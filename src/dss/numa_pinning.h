@@ -58,25 +58,29 @@ struct PinningOptions {
 };
 
 struct PollerPlacement {
-  int cpu = -1;        // CPU to pin the poller to; -1 = leave it unpinned
-  // Every CPU the DSS's I/O threads may be spread over, `cpu` first (empty
-  // when unpinned). Auto: the candidates rotated to start at `cpu`, so that
-  // a connection can be served on the CPU its packets arrive on (net::
-  // RpcServer::PinThreads); manual: just `cpu`.
+  // Every CPU the DSS's I/O threads are spread over, the disk's own first
+  // (empty: unpinned). Auto: the candidates rotated to start at the disk's,
+  // so that a connection can be served on the CPU its packets arrive on
+  // (net::RpcServer::PinThreads); manual: just the one CPU.
   std::vector<int> cpus;
   int node = -1;       // NUMA node of data_dir's disk (allocate its buffers there); -1 = unknown
   std::string reason;  // one human sentence for the startup log
+  // The disk's own CPU, where the first I/O thread runs; -1 = unpinned.
+  int cpu() const { return cpus.empty() ? -1 : cpus.front(); }
 };
 
+// "0,2,3" (the order given), or "none" for an empty list.
+std::string JoinCpus(const std::vector<int>& cpus);
+
 // Decides where one disk's poller runs. Pure apart from reading sysfs.
-//   off:    cpu -1.
-//   manual: manual_cpu; kInvalidArgument if it is < 0, not online, or reserved.
+//   off:    no cpus.
+//   manual: cpus {manual_cpu}; kInvalidArgument if it is < 0, not online, or
+//           reserved.
 //   auto:   the CPUs of data_dir's node (all online CPUs when the node is
 //           unknown or has none) minus reserved_cpus, choosing
-//           candidates[disk_index % size], and `cpus` all candidates from
-//           there on, wrapping. If every candidate is reserved,
-//           cpu -1: an unpinned poller is better than one stealing a
-//           reserved core.
+//           candidates[disk_index % size] first, then the other candidates
+//           in order, wrapping. If every candidate is reserved, no cpus: an
+//           unpinned poller is better than one stealing a reserved core.
 // kInvalidArgument for an unknown mode or a malformed reserved_cpus.
 Result<PollerPlacement> PlacePoller(const PinningOptions& o);
 

@@ -70,9 +70,13 @@ struct RpcServer::Impl {
   std::vector<std::thread> workers;
   std::function<void()> thread_start;
   std::vector<int> thread_cpus;  // PinThreads; empty: none pinned
-  // io context indexes whose thread is pinned to a CPU, by CPU (kPerThread).
-  std::unordered_map<int, std::vector<size_t>> ios_on_cpu;
-  std::unordered_map<int, size_t> next_on_cpu;  // turn among ios_on_cpu[cpu]
+  // By CPU (kPerThread): the io contexts whose thread is pinned there, and
+  // whose turn it is among them for the next connection arriving there.
+  struct OnCpu {
+    std::vector<size_t> ios;
+    size_t next = 0;
+  };
+  std::unordered_map<int, OnCpu> ios_on_cpu;
   std::chrono::microseconds reply_delay{0};
   Counter& wire_sent;
   Counter& wire_received;
@@ -113,7 +117,8 @@ struct RpcServer::Impl {
       auto it = ios_on_cpu.find(cpu);
       if (it != ios_on_cpu.end()) {
         cpu_local.Inc();
-        return *ios[it->second[next_on_cpu[cpu]++ % it->second.size()]];
+        OnCpu& on = it->second;
+        return *ios[on.ios[on.next++ % on.ios.size()]];
       }
     }
     return *ios[next_io++ % ios.size()];
@@ -424,7 +429,7 @@ Status RpcServer::Start(const std::string& address) {
   auto cpu_of = [&](int i) { return cpus.empty() ? -1 : cpus[size_t(i) % cpus.size()]; };
   if (impl_->ios.size() > 1) {  // kPerThread: thread i runs ios[i]
     for (int i = 0; i < impl_->threads; i++)
-      if (cpu_of(i) >= 0) impl_->ios_on_cpu[cpu_of(i)].push_back(size_t(i));
+      if (cpu_of(i) >= 0) impl_->ios_on_cpu[cpu_of(i)].ios.push_back(size_t(i));
   }
   asio::co_spawn(*impl_->ios[0], impl_->Accept(), asio::detached);
   for (int i = 0; i < impl_->threads; i++)

@@ -432,12 +432,6 @@ TEST_F(RpcLoopbackTest, ServerGoneIsUnavailable) {
   EXPECT_EQ(r2.error().code(), Code::kUnavailable);
 }
 
-}  // namespace
-}  // namespace rustfs::net
-
-namespace rustfs::net {
-namespace {
-
 // CPUs this process may run on (at most 4: enough to tell them apart).
 std::vector<int> UsableCpus() {
   cpu_set_t set;
@@ -450,6 +444,23 @@ std::vector<int> UsableCpus() {
 }
 
 constexpr uint32_t kWhere = 1100;
+
+// A per-thread server of `threads` threads pinned over `cpus`, whose kWhere
+// answers with the CPU its thread runs on; null if it did not start.
+std::unique_ptr<RpcServer> StartWhereServer(const std::string& name, int threads,
+                                            std::vector<int> cpus) {
+  auto server = std::make_unique<RpcServer>(name, threads, RpcServer::Threading::kPerThread);
+  server->Handle(kWhere, [](const std::string&, std::string&, RpcReply& reply) {
+    reply.body = std::to_string(sched_getcpu());
+    return Status::Ok();
+  });
+  server->PinThreads(std::move(cpus));
+  if (Status st = server->Start("127.0.0.1:0"); !st.ok()) {
+    ADD_FAILURE() << st.ToString();
+    return nullptr;
+  }
+  return server;
+}
 
 // The CPU the server's thread answered on, for one call made from a thread
 // pinned to `cpu`; -1 if the call failed.
@@ -469,14 +480,9 @@ int ServedCpuOfCallFrom(RpcChannel& chan, int cpu) {
 TEST(RpcCpuPlacementTest, CallsAreServedOnTheCallersCpu) {
   const std::vector<int> cpus = UsableCpus();
   ASSERT_FALSE(cpus.empty());
-  RpcServer server("cpuplace", 2 * int(cpus.size()), RpcServer::Threading::kPerThread);
-  server.Handle(kWhere, [](const std::string&, std::string&, RpcReply& reply) {
-    reply.body = std::to_string(sched_getcpu());
-    return Status::Ok();
-  });
-  server.PinThreads(cpus);
-  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
-  RpcChannel chan("127.0.0.1:" + std::to_string(server.port()), 5000, "cpuplace_client");
+  auto server = StartWhereServer("cpuplace", 2 * int(cpus.size()), cpus);
+  ASSERT_NE(server, nullptr);
+  RpcChannel chan("127.0.0.1:" + std::to_string(server->port()), 5000, "cpuplace_client");
   Counter& local = GetCounter("cpuplace.connections_on_incoming_cpu");
   const uint64_t before = local.Get();
   // Each CPU in turn, twice over, each call from a new thread: one
@@ -495,14 +501,9 @@ TEST(RpcCpuPlacementTest, CallsAreServedOnTheCallersCpu) {
 TEST(RpcCpuPlacementTest, ACallFromAnotherCpuIsServedAnyway) {
   const std::vector<int> cpus = UsableCpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs two usable CPUs";
-  RpcServer server("cpuother", 2, RpcServer::Threading::kPerThread);
-  server.Handle(kWhere, [](const std::string&, std::string&, RpcReply& reply) {
-    reply.body = std::to_string(sched_getcpu());
-    return Status::Ok();
-  });
-  server.PinThreads({cpus[0]});
-  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
-  RpcChannel chan("127.0.0.1:" + std::to_string(server.port()), 5000, "cpuother_client");
+  auto server = StartWhereServer("cpuother", 2, {cpus[0]});
+  ASSERT_NE(server, nullptr);
+  RpcChannel chan("127.0.0.1:" + std::to_string(server->port()), 5000, "cpuother_client");
   Counter& local = GetCounter("cpuother.connections_on_incoming_cpu");
   const uint64_t before = local.Get();
   EXPECT_EQ(ServedCpuOfCallFrom(chan, cpus[1]), cpus[0]);

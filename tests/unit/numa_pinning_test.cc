@@ -217,14 +217,14 @@ TEST_F(NumaPinningTest, AutoPicksLocalCpusSkipsReservedAndSpreads) {
     auto p = PlacePoller(Auto(dir, "", disk));
     ASSERT_TRUE(p.has_value()) << p.error().ToString();
     EXPECT_EQ(p->node, 1);
-    got.push_back(p->cpu);
+    got.push_back(p->cpu());
   }
   EXPECT_EQ(got, (std::vector<int>{2, 3, 2, 3}));  // node 1's cpus, round robin
 
   for (unsigned disk = 0; disk < 3; ++disk) {
     auto p = PlacePoller(Auto(dir, "0,2", disk));
     ASSERT_TRUE(p.has_value());
-    EXPECT_EQ(p->cpu, 3) << p->reason;
+    EXPECT_EQ(p->cpu(), 3) << p->reason;
   }
 
   // Only offline cpus left on the node: cpu 2 is offline, 3 reserved.
@@ -232,11 +232,11 @@ TEST_F(NumaPinningTest, AutoPicksLocalCpusSkipsReservedAndSpreads) {
   o.online_cpus = {0, 1, 3};
   auto p = PlacePoller(o);
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->cpu, -1) << p->reason;
+  EXPECT_EQ(p->cpu(), -1) << p->reason;
 
   auto all = PlacePoller(Auto(dir, "2-3", 1));
   ASSERT_TRUE(all.has_value());
-  EXPECT_EQ(all->cpu, -1);
+  EXPECT_EQ(all->cpu(), -1);
   EXPECT_EQ(all->node, 1);
   EXPECT_NE(all->reason.find("reserved"), std::string::npos) << all->reason;
   EXPECT_NE(all->reason.find("not pinned"), std::string::npos) << all->reason;
@@ -249,7 +249,7 @@ TEST_F(NumaPinningTest, AutoUnknownNodeUsesAllOnlineCpus) {
     auto p = PlacePoller(Auto("/proc", "", disk));
     ASSERT_TRUE(p.has_value()) << p.error().ToString();
     EXPECT_EQ(p->node, -1);
-    got.push_back(p->cpu);
+    got.push_back(p->cpu());
   }
   EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 0}));
   // The I/O threads spread over every candidate, starting at the disk's own.
@@ -258,19 +258,19 @@ TEST_F(NumaPinningTest, AutoUnknownNodeUsesAllOnlineCpus) {
 
   got.clear();
   for (unsigned disk = 0; disk < 3; ++disk)
-    got.push_back(PlacePoller(Auto("/proc", "0,2", disk))->cpu);
+    got.push_back(PlacePoller(Auto("/proc", "0,2", disk))->cpu());
   EXPECT_EQ(got, (std::vector<int>{1, 3, 1}));
 
   auto none = PlacePoller(Auto("/proc", "0-3", 0));
   ASSERT_TRUE(none.has_value());
-  EXPECT_EQ(none->cpu, -1) << none->reason;
+  EXPECT_EQ(none->cpu(), -1) << none->reason;
   EXPECT_TRUE(none->cpus.empty());
 
   // A disk whose kernel node is -1 is unknown too.
   std::string dir = DirOnBlockDevice(tmp_);
   if (dir.empty()) return;
   SetNodeOfDiskHolding(dir, "-1");
-  EXPECT_EQ(PlacePoller(Auto(dir, "1", 1))->cpu, 2);  // of {0,2,3}
+  EXPECT_EQ(PlacePoller(Auto(dir, "1", 1))->cpu(), 2);  // of {0,2,3}
 }
 
 TEST_F(NumaPinningTest, AutoErrors) {
@@ -283,7 +283,7 @@ TEST_F(NumaPinningTest, AutoErrors) {
   EXPECT_FALSE(PlacePoller(Auto("/proc", "", 0)).has_value());
   PinningOptions o = Auto("/proc", "", 1);
   o.online_cpus = {5, 4};  // given explicitly, the file is not needed
-  EXPECT_EQ(PlacePoller(o)->cpu, 5);
+  EXPECT_EQ(PlacePoller(o)->cpu(), 5);
 }
 
 TEST_F(NumaPinningTest, ManualValidates) {
@@ -294,7 +294,7 @@ TEST_F(NumaPinningTest, ManualValidates) {
   o.manual_cpu = 3;
   auto p = PlacePoller(o);
   ASSERT_TRUE(p.has_value()) << p.error().ToString();
-  EXPECT_EQ(p->cpu, 3);
+  EXPECT_EQ(p->cpu(), 3);
   EXPECT_EQ(p->cpus, std::vector<int>{3});
   for (int cpu : {-1, 4, 2}) {  // negative, not online, reserved
     o.manual_cpu = cpu;
@@ -313,7 +313,7 @@ TEST_F(NumaPinningTest, OffAndUnknownMode) {
   o.sysfs_root = (tmp_ / "nonexistent").string();
   auto p = PlacePoller(o);
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->cpu, -1);
+  EXPECT_EQ(p->cpu(), -1);
   EXPECT_TRUE(p->cpus.empty());
   EXPECT_FALSE(p->reason.empty());
 
