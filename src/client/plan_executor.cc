@@ -223,7 +223,7 @@ void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::ve
     if (stop <= offset) continue;  // ends before the read
     const bool unread_in_window = p.state[i] != kRead && i >= p.head && i < limit;
     if (!Reads(offset, end, start, stop)) {
-      if (unread_in_window) edge = std::min(edge, size_t(i));
+      if (unread_in_window || p.state[i] == kRead) edge = std::min(edge, size_t(i));
     } else if (p.state[i] == kRead) {
       overlaps_read = true;
     } else if (unread_in_window) {
@@ -231,8 +231,17 @@ void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::ve
     }
   }
   // A single page shared by the tail of one record and the head of the
-  // next (the rest of the first cached): it is for the one due first.
-  if (unread.empty() && !overlaps_read && edge != SIZE_MAX) unread.push_back(edge);
+  // next (the rest of the first cached, or the kernel reading a record's
+  // last page in a request of its own): it is for the one due first, read
+  // already or not. (Taking it for the other would count a read far ahead
+  // of the fetching, and move the fetching there.)
+  if (unread.empty() && !overlaps_read && edge != SIZE_MAX) {
+    if (p.state[edge] == kRead) {
+      overlaps_read = true;
+    } else {
+      unread.push_back(edge);
+    }
+  }
 }
 
 size_t PlanExecutor::Window(const Plan& p) const {

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import BIN, Cluster, SecondMount, counter
+from conftest import BIN, Cluster, SecondMount
 
 MiB = 1 << 20
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -143,7 +143,9 @@ ds = rt.RecordDataset(path, offs, config=cfg if mode == "native" else None, batc
 sampler = rt.PlannedSampler(ds, offs, seed=7, epoch=0)
 loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=workers,
                     persistent_workers=persistent and workers > 0, collate_fn=lambda b: b)
-seen = 0
+def mount_stats():  # the mount's counters, at each epoch's start and end
+    return json.loads(os.getxattr(os.path.dirname(path), "user.rustfs.stats")) if mode == "mount" else {}
+seen, stats = 0, [mount_stats()]
 for epoch in range(2):
     sampler.set_epoch(epoch)
     order = sampler.order()
@@ -156,7 +158,8 @@ for epoch in range(2):
             i += 1
     assert i == len(order)
     seen += i
-print(json.dumps({"samples": seen}))
+    stats.append(mount_stats())
+print(json.dumps({"samples": seen, "stats": stats}))
 """
 
 
@@ -170,23 +173,31 @@ def test_dataloader_with_planned_sampler(shared_cluster, tmp_path, mode, workers
     with open(c.path(name), "wb") as f:
         f.write(data)
     np.save(tmp_path / "offs.npy", offs)
-    before = c.stats()
     path = c.path(name) if mode == "mount" else "/" + name
     out = py(LOADER, mode, path, str(src), str(tmp_path / "offs.npy"), str(workers), str(persistent),
              os.path.join(c.dir, "rustfs.toml"))
-    samples = json.loads(out.strip().splitlines()[-1])["samples"]
-    assert samples == 2 * len(offs)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["samples"] == 2 * len(offs)
     if mode == "mount":  # the mount's counters (the native clients' are their processes')
-        after = c.stats()
+        start, first, second = result["stats"]
 
-        def d(k):
-            return counter(after, "client", k) - counter(before, "client", k)
-        print({k: d(k) for k in after["client"] if "plan" in k or k == "client.app_reads"})
-        # Every read that reached the mount (the second epoch's records are
-        # partly in the kernel's page cache) was planned, and near every one
-        # found its fetch done or under way.
+        def d(k, a=start, b=second):
+            return b.get(k, 0) - a.get(k, 0)
+        print({k: (d(k, start, first), d(k, first, second)) for k in second if "plan" in k or k == "client.app_reads"})
+        # Every read that reached the mount was planned.
         assert d("client.plan_misses") == 0
-        assert d("client.plan_hits") + d("client.plan_late") >= 0.95 * d("client.app_reads") > 0
+        # In the first epoch the mount sees the readers' progress (every
+        # record not handed to the kernel, and every 8th kept from it, is
+        # read through it): near every read found its fetch done or under
+        # way.
+        reached = d("client.app_reads", start, first)
+        assert d("client.plan_hits", start, first) + d("client.plan_late", start, first) >= 0.95 * reached > 0
+        # The second epoch's records are in the kernel's page cache: its
+        # reads go by without the mount, which cannot know how far they
+        # are. The few that reach it (pages the kernel no longer holds
+        # though the first epoch stored or read them: 0-5 a run here, with
+        # no reclaim and no invalidation of ours) can come before the plan's
+        # fetching: they are not asserted to be hits.
         # Most records went to the kernel's page cache (the samples above
         # were read from it, byte-equal) and were read without a FUSE read.
         assert d("client.plan_handed") >= len(offs) / 2

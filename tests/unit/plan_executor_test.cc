@@ -375,6 +375,38 @@ TEST(PlanExecutorTest, KernelPageReadsMatchTheirRecord) {
   EXPECT_EQ(misses.Get(), m0);
 }
 
+// The kernel may read a record's last page in a request of its own (seen
+// on Linux 6.18 under PyTorch workers). When that page is shared with a
+// record due much later, it is the rest of the one just read: not a read of
+// the later one ahead of the fetching.
+TEST(PlanExecutorTest, ARecordsLastPageReadAloneIsTheRestOfIt) {
+  FakeFetcher f;
+  PlanExecutor::Options o;
+  o.threads = 1;
+  o.depth = 2;
+  o.keep_every = 0;
+  PlanExecutor ex(f, o);
+  // Records of 5000 bytes back to back: record 0's last page [4096, 8192)
+  // is record 1's first. Record 1 is due tenth.
+  std::vector<PlanEntry> plan;
+  for (uint64_t r : {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 11}) plan.push_back({r * 5000, 5000});
+  const uint64_t p0 = PrefetchedNow();
+  ASSERT_TRUE(ex.Submit(1, plan).ok());
+  ASSERT_TRUE(f.WaitFor([&] { return PrefetchedSince(p0) >= 2 * 5000; }));
+  Counter& early = GetCounter("client.plan_early");
+  const uint64_t e0 = early.Get();
+  EXPECT_EQ(ex.OnRead(1, 0, 4096), Match::kHit);     // record 0 but its last page
+  EXPECT_EQ(ex.OnRead(1, 4096, 4096), Match::kHit);  // its last page, alone
+  EXPECT_FALSE(f.Fetched(1, 5000));                  // record 1's turn has not come
+  // The readers go on in the plan's order: each record is fetched before
+  // it is read, record 1 too.
+  for (size_t i = 1; i < plan.size(); i++) {
+    ASSERT_TRUE(f.WaitFor([&] { return f.Fetched(1, plan[i].offset); })) << i;
+    EXPECT_EQ(ex.OnRead(1, plan[i].offset, plan[i].length), Match::kHit) << i;
+  }
+  EXPECT_EQ(early.Get(), e0);
+}
+
 // An entry the readers never read (a skipped sample) is given up once they
 // are half a window past it, so the fetching goes on.
 TEST(PlanExecutorTest, EntriesLeftBehindAreAbandoned) {
