@@ -254,6 +254,33 @@ def measure(label, fn, dev, cluster=None, client_counters=None, warmup=None, dae
     return r
 
 
+class Rounds:
+    """Rows measured over rounds, each beside its own round's local row: the
+    host's speed swings between runs, so a ratio is taken within a round."""
+
+    def __init__(self):
+        self.by_label = {}  # label -> [(row, its round's local row or None)], in order of first seen
+
+    def add(self, row, local):
+        self.by_label.setdefault(row["label"], []).append((row, local))
+
+    def medians(self):
+        """(rows, ceilings) for print_table: each label's median round (by
+        ratio to its local row; a local row by IOPS), with the ratios'
+        range over the rounds in row["ratio_range"] when there were several."""
+        rows, ceilings = [], {}
+        for label, runs in self.by_label.items():
+            key = (lambda rl: rl[0]["iops"]) if runs[0][1] is None else (lambda rl: ratio(rl[0]["iops"], rl[1]["iops"]))
+            ordered = sorted(runs, key=key)
+            row, local = ordered[(len(ordered) - 1) // 2]  # the lower median: a round that happened
+            if len(runs) > 1 and local is not None:
+                row = dict(row, ratio_range=(key(ordered[0]), key(ordered[-1])))
+            rows.append(row)
+            if local is not None:
+                ceilings[label] = local
+        return rows, ceilings
+
+
 def print_table(title, rows, ceilings):
     """rows: measure() results; ceilings: label -> the local row it is compared to."""
     print(f"\n{title}")
@@ -272,6 +299,8 @@ def print_table(title, rows, ceilings):
                      f"{r['hedged']:>8}{r['rebuilt']:>8}")
         else:
             line += f"{'-':>7}{r['cpu_us']:>8.1f}{'-':>11}{'-':>9}{'-':>8}{'-':>8}"
+        if "ratio_range" in r:
+            line += f"  ratio {r['ratio_range'][0]:.2f}-{r['ratio_range'][1]:.2f}"
         print(line + ("  ERRORS" if r["errors"] else ""))
 
 

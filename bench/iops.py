@@ -17,6 +17,10 @@ one run, each beside a plain local file of the same size on the same disk:
           both sides sleeping in recv or both polling (TARGETS.md: the hop
           costs a thread wake-up).
 
+This machine's figures swing between runs (a shared host): with --repeat N
+each cold job's rows run N rounds, one after the other, and a row shows its
+median round and the range of its ratio to local over the rounds.
+
 Cold rows: the client's fragment cache and the DSS hot tiers are OFF and the
 page cache is dropped before each row, so every byte comes from the disk;
 the data set is at least 4 GiB and 4x the RAM tiers (which are sized for
@@ -30,7 +34,8 @@ CPU µs per read of every process (fio and all rustfs daemons), cache hit
 rates, hedged reads and rebuilt pieces; then every command it ran. Asserts
 nothing: figures only. Stops the cluster and removes what it made.
 
-  bench/iops.py [--size 4G] [--runtime 15] [--port 9400] [--local-dir /var/tmp] [--only QD1,QD32] [--no-cached]
+  bench/iops.py [--size 4G] [--runtime 15] [--repeat 1] [--port 9400] [--local-dir /var/tmp]
+                [--only QD1,QD32] [--no-cached]
 """
 import argparse
 import json
@@ -56,9 +61,14 @@ def main():
     ap.add_argument("--build-dir", default=os.environ.get("RUSTFS_BUILD_DIR", os.path.join(B.ROOT, "build")))
     ap.add_argument("--only", help="comma-separated row names to run (e.g. QD1,QD32), default all")
     ap.add_argument("--no-cached", action="store_true", help="skip the cached rows")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of each cold job's rows, one after the other (local, then ours, then "
+                         "again): a row shows its median round by ratio and the ratios' range (default 1)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="a config setting for every phase, as TOML (e.g. random_io.numa_pinning='\"off\"')")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     try:
         settings = B.parse_settings(args.set)
     except ValueError as e:
@@ -133,39 +143,43 @@ def main():
         print(B.machine_line(cl), flush=True)
         only = [o.strip() for o in args.only.split(",")] if args.only else None
         warm = 2  # seconds of the same job after each drop: code faults back in (see benchlib.measure)
+        rounds = B.Rounds()  # every round of every row, each beside its own round's local row
         for suffix, fio_args, native_args, hop in jobs:
             if only and not any(suffix.startswith(o + " ") or suffix == o for o in only):
                 continue
-            loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime), dev,
-                            warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
-            cold.append(loc)
-            for wait in ("sleep", "poll") if hop and have_remote else ():
-                r = B.measure(f"1 TCP hop {suffix} ({wait})", lambda: hop_job(*hop, wait), dev,
-                              warmup=lambda: hop_job(*hop, wait, runtime=warm))
-                cold.append(r)
-                base[r["label"]] = loc
-            if pt:
-                r = B.measure(f"passthrough_ll {suffix}",
-                              lambda: B.fio("pt", pt_file, args.size, fio_args, args.runtime), dev,
-                              daemons=[pt.proc.pid],
-                              warmup=lambda: B.fio("pt", pt_file, args.size, fio_args, warm))
-                cold.append(r)
-                base[r["label"]] = loc
-            fuse = B.measure(f"fuse {suffix}", lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
-                             dev, cl, warmup=lambda: B.fio("fuse", data, args.size, fio_args, warm, env=shim))
-            cold.append(fuse)
-            base[fuse["label"]] = loc
-            if native_args and have_engine:
-                holder = {}
+            for rnd in range(args.repeat):
+                if args.repeat > 1:
+                    print(f"{suffix}: round {rnd + 1} of {args.repeat}", flush=True)
+                loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime),
+                                dev, warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
+                rounds.add(loc, None)
+                for wait in ("sleep", "poll") if hop and have_remote else ():
+                    r = B.measure(f"1 TCP hop {suffix} ({wait})", lambda: hop_job(*hop, wait), dev,
+                                  warmup=lambda: hop_job(*hop, wait, runtime=warm))
+                    rounds.add(r, loc)
+                if pt:
+                    r = B.measure(f"passthrough_ll {suffix}",
+                                  lambda: B.fio("pt", pt_file, args.size, fio_args, args.runtime), dev,
+                                  daemons=[pt.proc.pid],
+                                  warmup=lambda: B.fio("pt", pt_file, args.size, fio_args, warm))
+                    rounds.add(r, loc)
+                fuse = B.measure(f"fuse {suffix}",
+                                 lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
+                                 dev, cl, warmup=lambda: B.fio("fuse", data, args.size, fio_args, warm, env=shim))
+                rounds.add(fuse, loc)
+                if native_args and have_engine:
+                    holder = {}
 
-                def nat():
-                    holder["r"] = native_job("native", native_args)
-                    return holder["r"]
-                n = B.measure(f"native {suffix}", nat, dev, cl, lambda: holder["r"]["_client"],
-                              warmup=lambda: native_job("warm", native_args, runtime=warm))
-                cold.append(n)
-                base[n["label"]] = loc
-        B.print_table("cold 4 KiB random reads (no RAM tier of ours serves them)", cold, base)
+                    def nat():
+                        holder["r"] = native_job("native", native_args)
+                        return holder["r"]
+                    n = B.measure(f"native {suffix}", nat, dev, cl, lambda: holder["r"]["_client"],
+                                  warmup=lambda: native_job("warm", native_args, runtime=warm))
+                    rounds.add(n, loc)
+        cold, cold_base = rounds.medians()
+        base.update(cold_base)
+        B.print_table("cold 4 KiB random reads (no RAM tier of ours serves them)"
+                      + (f", median of {args.repeat} rounds" if args.repeat > 1 else ""), cold, base)
         if pt:
             pt.close()
             pt = None
@@ -199,7 +213,8 @@ def main():
             B.print_table(f"cached 4 KiB random reads: a {CACHED_RANGE} range of the set, read once "
                           f"before (fragment cache {args.client_cache}, hot tiers 6 x {args.hot_tier})",
                           cached, base)
-        print("\nratio: IOPS / the local row beside it. dev/app: bytes the disk device read per byte "
+        print("\nratio: IOPS / the local row beside it (with --repeat: the median round's, beside that "
+              "round's local row; range: the lowest and highest ratio over the rounds). dev/app: bytes the disk device read per byte "
               "fio read (/sys/block); ours: rustfs's own counter (DSS disk bytes / client bytes). "
               "CPU us: CPU time of fio and every rustfs process per read. hedged: pieces served "
               "another way because their server was slow; rebuilt: pieces decoded from parity.")
