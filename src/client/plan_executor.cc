@@ -211,7 +211,7 @@ void PlanExecutor::Find(const Plan& p, uint64_t offset, uint64_t length, std::ve
                         bool& overlaps_read) const {
   const uint64_t end = offset + std::max<uint64_t>(length, 1);
   const size_t limit = p.head + Window(p);
-  size_t edge = SIZE_MAX;  // the unread entry earliest in the plan the read only touches at an edge
+  size_t edge = SIZE_MAX;  // the entry earliest in the plan (read or not) the read only touches at an edge
   // Entries starting before the read's end, nearest first, back as far as
   // the longest entry reaches.
   auto it = std::lower_bound(p.by_offset.begin(), p.by_offset.end(), std::make_pair(end, uint32_t(0)));
