@@ -88,7 +88,7 @@ def main():
     cl = B.BenchCluster(tmp, rustfs, args.port, client_cache, hot)
     local = os.path.join(tmp, "local.bin")
     dev = B.device_of(tmp)
-    cold, cached, base = [], [], {}
+    cached = []
     pt = None
     try:
         cl.start(tiers=True, settings=settings)
@@ -176,8 +176,7 @@ def main():
                     n = B.measure(f"native {suffix}", nat, dev, cl, lambda: holder["r"]["_client"],
                                   warmup=lambda: native_job("warm", native_args, runtime=warm))
                     rounds.add(n, loc)
-        cold, cold_base = rounds.medians()
-        base.update(cold_base)
+        cold, base = rounds.medians()  # base: label -> the local row it is compared to
         B.print_table("cold 4 KiB random reads (no RAM tier of ours serves them)"
                       + (f", median of {args.repeat} rounds" if args.repeat > 1 else ""), cold, base)
         if pt:
@@ -214,8 +213,8 @@ def main():
                           f"before (fragment cache {args.client_cache}, hot tiers 6 x {args.hot_tier})",
                           cached, base)
         print("\nratio: IOPS / the local row beside it (with --repeat: the median round's, beside that "
-              "round's local row; range: the lowest and highest ratio over the rounds). dev/app: bytes the disk device read per byte "
-              "fio read (/sys/block); ours: rustfs's own counter (DSS disk bytes / client bytes). "
+              "round's local row; range: the lowest and highest ratio over the rounds). dev/app: bytes "
+              "the disk device read per byte fio read (/sys/block); ours: rustfs's own counter (DSS disk bytes / client bytes). "
               "CPU us: CPU time of fio and every rustfs process per read. hedged: pieces served "
               "another way because their server was slow; rebuilt: pieces decoded from parity.")
         print("\ncommands:")

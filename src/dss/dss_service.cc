@@ -52,9 +52,10 @@ Result<std::unique_ptr<DssService>> DssService::Create(const Config& cfg, uint32
   }
   auto place = PlacePoller(po);
   if (!place) return Err(place.error());
-  LOG_INFO("dss {}: I/O threads (io_uring reapers) on {} {} (NUMA node {}): {}", id,
-           place->cpus.size() == 1 ? "CPU" : "CPUs", JoinCpus(place->cpus), place->node,
-           place->reason);
+  LOG_INFO("dss {}: I/O threads (io_uring reapers) on {} (NUMA node {}): {}", id,
+           place->cpus.empty() ? std::string("no CPU in particular")
+                               : (place->cpus.size() == 1 ? "CPU " : "CPUs ") + JoinCpus(place->cpus),
+           place->node, place->reason);
   GetCounter("dss.poller_pinned").Add(place->cpus.empty() ? 0 : 1);
   PreferNodeForNewMemory(place->node);
   std::error_code ec;  // the engine probes IOPOLL in the data folder: it must exist
