@@ -36,36 +36,29 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
       new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream), metrics));
 }
 
-// A value is a header, then its pages from the first byte at or after
-// data + kMinHeader that is 64-byte aligned: a copy out of a page that
-// straddles cache lines on every vector load runs at half speed. The
-// header's last 8 bytes are the page mask. Where the pages start is a
-// function of the buffer's address alone, so a hit finds its page from the
-// mask it keeps in the map (ShardedCache's tag) without reading the header.
-size_t FragmentCache::HeaderBytes(const char* data) {
+// A value is its pages packed in page order, from the first byte of its
+// buffer that is 64-byte aligned: a copy out of a page that straddles cache
+// lines on every vector load runs at half speed. Where the pages start is a
+// function of the buffer's address alone, and which pages a value holds is
+// its ShardedCache tag (the page mask), so a hit finds its page without
+// reading anything of the value but that page.
+size_t FragmentCache::PadBytes(const char* data) {
   const auto at = reinterpret_cast<uintptr_t>(data);
-  return ((at + kMinHeader + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
-}
-
-uint64_t FragmentCache::MaskOf(const std::string& v) {
-  uint64_t m;
-  std::memcpy(&m, v.data() + HeaderBytes(v.data()) - 8, 8);
-  return m;
+  return ((at + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
 }
 
 const char* FragmentCache::PageOf(const char* data, uint64_t mask, uint32_t page) {
   const uint64_t below = mask & ((uint64_t(1) << page) - 1);
-  return data + HeaderBytes(data) + std::popcount(below) * kPage;
+  return data + PadBytes(data) + std::popcount(below) * kPage;
 }
 
 std::shared_ptr<std::string> FragmentCache::NewValue(uint64_t mask) {
   auto v = std::make_shared<std::string>();
   const size_t pages = std::popcount(mask) * kPage;  // filled by the caller
-  ResizeUninitialized(*v, kMinHeader + kAlign - 1 + pages);  // room for any alignment
-  const size_t h = HeaderBytes(v->data());
-  v->resize(h + pages);  // shrinking keeps the buffer, so HeaderBytes still holds
-  std::memset(v->data(), 0, h);
-  std::memcpy(v->data() + h - 8, &mask, 8);
+  ResizeUninitialized(*v, kAlign - 1 + pages);  // room for any alignment
+  const size_t pad = PadBytes(v->data());
+  v->resize(pad + pages);  // shrinking keeps the buffer, so PadBytes still holds
+  std::memset(v->data(), 0, pad);
   return v;
 }
 
@@ -125,12 +118,17 @@ std::vector<FragmentCache::Range> FragmentCache::Read(const ObjectId& ino, uint6
   return misses;
 }
 
+// Not a read: the tiers are peeked at, so a prefetcher's check neither
+// counts towards a grain's frequency nor as a hit or miss.
 bool FragmentCache::Contains(const ObjectId& ino, uint64_t offset, uint64_t len) {
   const uint64_t end = offset + len;
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    if (VisitGrain(ino, g, WantedPages(g, offset, end), Tier::kFrequency,
-                   [](const char*, uint64_t, uint64_t) {}))
-      return false;
+    uint64_t want = WantedPages(g, offset, end);
+    for (const auto& tier : tiers_) {
+      uint64_t mask = 0;
+      if (tier->Peek({ino, g}, &mask)) want &= ~mask;
+    }
+    if (want) return false;
   }
   return true;
 }
@@ -140,14 +138,16 @@ void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_vie
   Cache& other = *tiers_[1 - int(tier)];
   const uint64_t end = offset + data.size();
   for (uint64_t g = offset / grain_; g * grain_ < end; g++) {
-    auto old = cache.Lookup({ino, g});
-    uint64_t old_mask = old ? MaskOf(*old) : 0;
+    // Peeked, not looked up: the read that missed these pages counted
+    // already, and an Insert is no read.
+    uint64_t old_mask = 0;
+    auto old = cache.Peek({ino, g}, &old_mask);
     uint64_t add_mask = 0;
     for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
       add_mask |= uint64_t(1) << ((p - g * grain_) / kPage);
     uint64_t mask = old_mask | add_mask;  // pages given here replace cached ones
     auto v = NewValue(mask);
-    char* out = v->data() + HeaderBytes(v->data());
+    char* out = v->data() + PadBytes(v->data());
     for (uint32_t page = 0; page < 64; page++) {
       if (!(mask >> page & 1)) continue;
       uint64_t p = g * grain_ + page * kPage;
@@ -161,7 +161,8 @@ void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_vie
       out += kPage;
     }
     // A page lives in one tier only, so a lookup never sees two versions.
-    if (auto o = other.Lookup({ino, g}); o && (MaskOf(*o) & add_mask)) other.Erase({ino, g});
+    if (uint64_t other_mask = 0; other.Peek({ino, g}, &other_mask) && (other_mask & add_mask))
+      other.Erase({ino, g});
     cache.Insert({ino, g}, std::move(v), mask);
   }
 }

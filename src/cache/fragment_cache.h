@@ -89,7 +89,8 @@ class FragmentCache {
                      Fetch&& fetch) {
     return ReadThrough(ino, offset, len, dst, tier, std::forward<Fetch>(fetch), [] { return true; });
   }
-  // True when every page of [offset, offset+len) is cached.
+  // True when every page of [offset, offset+len) is cached. Not a read:
+  // neither the policies nor the hit and miss counters see it.
   bool Contains(const ObjectId& ino, uint64_t offset, uint64_t len);
   // Caches `data`, which starts at page-aligned file offset `offset`; a
   // short final page is padded with zeros (it lies past the end of file).
@@ -139,14 +140,13 @@ class FragmentCache {
     return upto & ~((uint64_t(1) << first_page) - 1);
   }
 
-  // A grain's value: a header ending in the u64 bitmap of cached pages,
-  // then those pages packed in page order, starting 64-byte aligned (see
-  // HeaderBytes). Inserted with the bitmap as its ShardedCache tag.
-  static constexpr size_t kMinHeader = 8;  // the bitmap
-  static constexpr size_t kAlign = 64;     // where the pages start, bytes
-  static size_t HeaderBytes(const char* data);
-  static uint64_t MaskOf(const std::string& v);
-  // A value with room for mask's pages: its header written, the pages left
+  // A grain's value: its cached pages packed in page order, from the first
+  // 64-byte aligned byte of its buffer (see PadBytes). Which pages it holds
+  // (a bitmap) is kept in one place: the ShardedCache tag it is inserted
+  // with.
+  static constexpr size_t kAlign = 64;  // where the pages start, bytes
+  static size_t PadBytes(const char* data);
+  // A value with room for mask's pages: its padding zeroed, the pages left
   // for the caller to fill, every one of them.
   static std::shared_ptr<std::string> NewValue(uint64_t mask);
   // Page `page` (which `mask` has) of the value whose bytes start at `data`.

@@ -110,6 +110,22 @@ class ShardedCache {
     return LookupEntry(key, [&](const Entry& e) { visit(e.bytes, e.tag); });
   }
 
+  // The value cached for `key` (nullptr if none) and, through `tag`, the
+  // word Insert kept beside it: a look that is not a read. The policy does
+  // not see it and no hit or miss is counted, so a caller that checks what
+  // is cached, or merges into the current value before an Insert, does not
+  // make a key look read more often than it was (W-TinyLFU admits by how
+  // often keys are read) nor skew the hit rate.
+  std::shared_ptr<const std::string> Peek(const Key& key, uint64_t* tag = nullptr) const {
+    const uint64_t h = HashOf(key);
+    const Shard& s = ShardFor(h);
+    std::lock_guard lock(s.mu);
+    auto it = s.map.find(h);
+    if (it == s.map.end() || !equal_(it->second.key, key)) return nullptr;
+    if (tag != nullptr) *tag = it->second.tag;
+    return it->second.value;
+  }
+
   // Offers `value` for `key` (replacing any cached value of `key`), with
   // `tag`, a word of the caller's kept beside it for LookupVisit (the
   // fragment cache keeps the value's page mask there). Returns whether it
@@ -265,7 +281,7 @@ class ShardedCache {
 
   uint64_t HashOf(const Key& key) const { return Mix64(static_cast<uint64_t>(hash_(key))); }
 
-  Shard& ShardFor(uint64_t h) {
+  Shard& ShardFor(uint64_t h) const {
     // shard_shift_ is 64 for a single shard, and a shift by 64 is undefined.
     return shards_[num_shards_ == 1 ? 0 : h >> shard_shift_];
   }

@@ -142,6 +142,34 @@ TEST(FragmentCacheTest, TiersHoldEachPageOnce) {
   EXPECT_EQ(misses[1].offset, 3 * P);
 }
 
+// Only reads are accesses: a read that misses counts one miss per tier it
+// looked in, and the Insert of what it fetched, a Contains check, or a
+// merge of more pages into the grain count nothing (they would make a
+// grain read once look read several times to W-TinyLFU, and skew the hit
+// rate). Counted per tier by the caches' "<prefix>.*_cache.{hits,misses}".
+TEST(FragmentCacheTest, ChecksAndInsertsAreNotReads) {
+  auto fc = FragmentCache::Create(Cfg(64 << 20), "fctest_reads");
+  ASSERT_TRUE(fc);
+  auto count = [](const char* name) { return GetCounter(std::string("fctest_reads.") + name).Get(); };
+  std::mt19937_64 rng(11);
+  const std::string a = Bytes(rng, P), b = Bytes(rng, P);
+  const ObjectId ino{uint64_t(4)};
+  std::string got(2 * P, '\0');
+  ASSERT_EQ((*fc)->Read(ino, 0, P, got.data()).size(), 1u);  // the read that misses
+  (*fc)->Insert(ino, 0, a);
+  EXPECT_TRUE((*fc)->Contains(ino, 0, P));
+  EXPECT_FALSE((*fc)->Contains(ino, 0, 2 * P));
+  (*fc)->Insert(ino, P, b);  // merged into the grain
+  EXPECT_EQ(count("fragment_cache.misses"), 1u);
+  EXPECT_EQ(count("stream_cache.misses"), 1u);
+  EXPECT_EQ(count("fragment_cache.hits"), 0u);
+  EXPECT_EQ(count("stream_cache.hits"), 0u);
+  EXPECT_TRUE((*fc)->Read(ino, 0, 2 * P, got.data()).empty());  // both pages, one grain: one hit
+  EXPECT_EQ(got, a + b);
+  EXPECT_EQ(count("fragment_cache.hits"), 1u);
+  EXPECT_EQ(count("fragment_cache.misses"), 1u);
+}
+
 // Objects differing in any field of their id are distinct (the DSS keys
 // shards by inode, chunk/shard and version).
 TEST(FragmentCacheTest, ObjectIdsAreDistinct) {

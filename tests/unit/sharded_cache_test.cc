@@ -205,6 +205,36 @@ TEST(ShardedCacheTest, LookupVisitGivesTheLatestValuesBytesAndTag) {
   EXPECT_EQ(tag, 0u);
 }
 
+// Peek is a look, not a read: it returns the value and its tag, counts no
+// hit or miss, and leaves the policy as it was. With LRU over room for two
+// values, a peeked key stays least recent (the next insert evicts it),
+// where a Lookup of it would have made the other one the victim.
+TEST(ShardedCacheTest, PeekCountsNothingAndLeavesThePolicyAlone) {
+  const uint64_t room = 2 * (100 + Cache::kEntryOverheadBytes);
+  for (bool peek : {true, false}) {
+    auto cache = MakeCache(room, 1, "lru");
+    auto value = [](char c) { return std::make_shared<const std::string>(100, c); };
+    ASSERT_TRUE(cache->Insert({1, 1}, value('a'), 0xA));
+    ASSERT_TRUE(cache->Insert({2, 2}, value('b'), 0xB));
+    uint64_t tag = 0;
+    if (peek) {
+      EXPECT_EQ(cache->Peek({3, 3}, &tag), nullptr);
+      auto got = cache->Peek({1, 1}, &tag);
+      ASSERT_NE(got, nullptr);
+      EXPECT_EQ(*got, std::string(100, 'a'));
+      EXPECT_EQ(tag, 0xAu);
+      EXPECT_EQ(cache->hits(), 0u);
+      EXPECT_EQ(cache->misses(), 0u);
+    } else {
+      ASSERT_NE(cache->Lookup({1, 1}), nullptr);
+      EXPECT_EQ(cache->hits(), 1u);
+    }
+    ASSERT_TRUE(cache->Insert({3, 3}, value('c')));
+    EXPECT_EQ(cache->Peek({1, 1}) == nullptr, peek) << "peek " << peek;
+    EXPECT_EQ(cache->Peek({2, 2}) == nullptr, !peek) << "peek " << peek;
+  }
+}
+
 TEST(ShardedCacheTest, SingleShardWorks) {
   auto cache = MakeCache(1 << 20, 1);
   EXPECT_TRUE(cache->Insert({1, 2}, MakeValue({1, 2})));
