@@ -64,31 +64,6 @@ class FragmentCache {
   // is one lookup (and no allocation: the returned vector is empty).
   std::vector<Range> Read(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst,
                           Tier first = Tier::kFrequency);
-  // Fills dst with [offset, offset+len): cached pages are copied, each run
-  // of missing pages is fetched by `fetch(run_offset, run_length, buf)`
-  // -> Status (page-aligned; buf is not initialised: fetch writes all of
-  // it, zeros past the object's end), cached in `tier` unless `keep()`
-  // says no (e.g. a revocation arrived meanwhile), and copied. Templates,
-  // not std::function, so a hit costs no allocation.
-  template <class Fetch, class Keep>
-  Status ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst, Tier tier,
-                     Fetch&& fetch, Keep&& keep) {
-    std::vector<Range> misses = Read(ino, offset, len, dst, tier);
-    std::string pages;
-    for (const Range& m : misses) {
-      ResizeUninitialized(pages, m.length);
-      RUSTFS_RETURN_IF_ERROR(fetch(m.offset, m.length, pages.data()));
-      if (keep()) Insert(ino, m.offset, pages, tier);
-      uint64_t s = std::max(m.offset, offset), e = std::min(m.offset + m.length, offset + len);
-      std::memcpy(dst + (s - offset), pages.data() + (s - m.offset), e - s);
-    }
-    return Status::Ok();
-  }
-  template <class Fetch>
-  Status ReadThrough(const ObjectId& ino, uint64_t offset, uint64_t len, char* dst, Tier tier,
-                     Fetch&& fetch) {
-    return ReadThrough(ino, offset, len, dst, tier, std::forward<Fetch>(fetch), [] { return true; });
-  }
   // True when every page of [offset, offset+len) is cached. Not a read:
   // neither the policies nor the hit and miss counters see it.
   bool Contains(const ObjectId& ino, uint64_t offset, uint64_t len);

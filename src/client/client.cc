@@ -258,60 +258,34 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
     return s;
   }
   const uint64_t size = st.attr.size();
-  // What the cache lacks, over all requests, fetched in one reader call:
-  // the pieces of every miss reach each DSS in one BatchRead. Without a
-  // cache every request is read straight into its buffer (extents).
-  std::vector<ReadExtent> extents;
-  struct Miss {
-    size_t req;
-    uint64_t offset, length;  // page-aligned (file bytes; zeros past EOF)
-    FragmentCache::Tier tier;  // where it is cached
-    std::string pages;
-  };
-  std::vector<Miss> misses;
+  // Through the cache (cache/read_through.h): what it lacks, over all
+  // requests, is fetched in one reader call, so the pieces of every miss
+  // reach each DSS in one BatchRead. A batch of one (Client::Read) needs no
+  // vector.
+  ThroughRead one;
+  std::vector<ThroughRead> many(reqs.size() > 1 ? reqs.size() : 0);
+  std::span<ThroughRead> through = reqs.size() > 1 ? std::span(many) : std::span(&one, 1);
   for (size_t i = 0; i < reqs.size(); i++) {
     ReadReq& r = reqs[i];
-    OpenFile& through = r.via ? *r.via : f;  // whose detector sees this read
+    OpenFile& through_file = r.via ? *r.via : f;  // whose detector sees this read
     // Before this read can switch its file's mode.
-    const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(through);
+    const auto tier = planned ? FragmentCache::Tier::kStream : TierFor(through_file);
     r.status = Status::Ok();
     r.bytes = r.offset >= size ? 0 : std::min<uint64_t>(r.length, size - r.offset);
+    through[i] = {{st.ino}, r.offset, r.bytes, r.buf, tier};
     if (first) app_reads_.Inc();
     if (r.bytes == 0) continue;
     if (first) {
       app_bytes_read_.Add(r.bytes);
-      NoteRead(through, st, r.offset, r.bytes, size, planned);
+      NoteRead(through_file, st, r.offset, r.bytes, size, planned);
     }
-    if (!fcache_) {  // no cache to fill: straight into the caller's buffer
-      AppendExtents(st, r.offset, r.bytes, r.buf, extents);
-      continue;
-    }
-    for (const auto& m : fcache_->Read({st.ino}, r.offset, r.bytes, r.buf, tier))
-      misses.push_back({i, m.offset, m.length, tier, {}});
   }
   const uint64_t seq = revoke_seq_.load();
-  for (Miss& m : misses) {
-    ResizeUninitialized(m.pages, m.length);
-    AppendExtents(st, m.offset, m.length, m.pages.data(), extents);
+  Status fetched = ReadThroughCache(st, through, seq);
+  for (size_t i = 0; i < reqs.size(); i++) {
+    if (!through[i].status.ok()) reqs[i].status = through[i].status, reqs[i].bytes = 0;
   }
-  Status fetched = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
-  if (!fetched.ok()) {  // the requests that needed the reader fail
-    auto fail = [&](ReadReq& r) { r.status = fetched, r.bytes = 0; };
-    if (fcache_) {
-      for (Miss& m : misses) fail(reqs[m.req]);
-    } else {
-      for (ReadReq& r : reqs)
-        if (r.bytes > 0) fail(r);
-    }
-    return fetched;
-  }
-  const bool keep = revoke_seq_.load() == seq;  // nothing cached across a revocation
-  for (Miss& m : misses) {
-    ReadReq& r = reqs[m.req];
-    if (keep) fcache_->Insert({st.ino}, m.offset, m.pages, m.tier);
-    uint64_t s = std::max(m.offset, r.offset), e = std::min(m.offset + m.length, r.offset + r.bytes);
-    std::memcpy(r.buf + (s - r.offset), m.pages.data() + (s - m.offset), e - s);
-  }
+  if (!fetched.ok()) return fetched;
   for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
   return Status::Ok();
 }
@@ -345,18 +319,25 @@ void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* b
   }
 }
 
-// Caller holds st.mu (shared is enough).
-Status Client::FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf) {
-  std::vector<ReadExtent> extents;
-  AppendExtents(st, offset, len, buf, extents);
-  if (extents.empty()) return Status::Ok();
-  return reader_->Read(st.ino, st.geo, extents);
+// Reads `reads` of st through the fragment cache (straight from the DSS
+// without one): the misses of all of them in one reader call. What is
+// fetched is cached only if no revocation came in since `seq` was read
+// (the bytes may predate it). Caller holds st.mu (shared is enough).
+Status Client::ReadThroughCache(FileState& st, std::span<ThroughRead> reads, uint64_t seq) {
+  return cache::ReadThrough(
+      fcache_.get(), reads,
+      [&](std::span<cache::ThroughPiece> pieces) {
+        std::vector<ReadExtent> extents;
+        for (const cache::ThroughPiece& p : pieces) AppendExtents(st, p.offset, p.length, p.buf, extents);
+        const Status s = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
+        for (cache::ThroughPiece& p : pieces) p.status = s;
+      },
+      [&] { return revoke_seq_.load() == seq; });
 }
 
-// Serves [offset, offset+len) (within the file) from the fragment cache,
-// fetching the missing pages (whole 4 KiB pages: the DSS reads and checks
-// them anyway, so caching them costs no extra disk bytes) and caching them.
-// `buf` may be null (prefetch: fill the cache only). Caller holds st.mu.
+// Fills the cache with [offset, offset+len) of st (within the file), in
+// `tier`, and copies it to `buf` unless that is null (prefetch). Caller
+// holds st.mu.
 Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                                 FragmentCache::Tier tier) {
   std::string scratch;
@@ -364,12 +345,8 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
     ResizeUninitialized(scratch, len);
     buf = scratch.data();
   }
-  uint64_t seq = revoke_seq_.load();
-  return fcache_->ReadThrough(
-      {st.ino}, offset, len, buf, tier,
-      [&](uint64_t off, uint64_t n, char* pages) { return FetchRange(st, off, n, pages); },
-      // Not cached if a revocation came in meanwhile: the bytes may predate it.
-      [&] { return revoke_seq_.load() == seq; });
+  ThroughRead read{{st.ino}, offset, len, buf, tier};
+  return ReadThroughCache(st, std::span(&read, 1), revoke_seq_.load());
 }
 
 // Acts on the detector's decision after a read or a hint: read-ahead and

@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "cache/fragment_cache.h"
+#include "cache/read_through.h"
 #include "client/access_detector.h"
 #include "client/dss_pool.h"
 #include "client/ec_reader.h"
@@ -52,6 +53,7 @@
 namespace rustfs::client {
 
 using cache::FragmentCache;
+using cache::ThroughRead;
 
 // An open file. Owned by the caller (shared_ptr), passed back to Read/Write.
 struct OpenFile {
@@ -289,7 +291,11 @@ class Client {
   FragmentCache::Tier TierFor(const OpenFile& f) const;
   void AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
                      std::vector<ReadExtent>& extents);
-  Status FetchRange(FileState& st, uint64_t offset, uint64_t len, char* buf);
+  // The one read loop of the client's data (cache/read_through.h): reads
+  // of st through the fragment cache, the misses of all in one reader call,
+  // cached unless a revocation came in after `seq`. Caller holds st.mu.
+  Status ReadThroughCache(FileState& st, std::span<ThroughRead> reads, uint64_t seq);
+  // One range of it into the cache (and into buf unless null: prefetch).
   Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                           FragmentCache::Tier tier);
   void Observe(OpenFile& f, FileState& st, const AccessDetector::Decision& d);

@@ -154,85 +154,56 @@ void DssService::RegisterHandlers() {
 Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length,
                              std::string& out) {
   if (!hot_) return store_->Read(id, offset, length, out);
-  ResizeUninitialized(out, length);  // ReadThrough writes all of it
-  std::string pages;
-  return hot_->ReadThrough(HotKey(id), offset, length, out.data(),
-                           cache::FragmentCache::Tier::kFrequency,
-                           [&](uint64_t off, uint64_t len, char* buf) {
-                             RUSTFS_RETURN_IF_ERROR(store_->Read(id, off, len, pages));
-                             std::memcpy(buf, pages.data(), len);
-                             return Status::Ok();
-                           });
+  ResizeUninitialized(out, length);  // written whole, or the read fails
+  cache::ThroughRead read{HotKey(id), offset, length, out.data()};
+  return ReadThroughHotTier(std::span(&read, 1), std::span(&id, 1));
+}
+
+// The hot tier's read-through (cache/read_through.h): what it lacks is
+// read from the store as one batch (one io_uring submission for the random
+// pieces), straight into the reads' buffers where a piece fits. Without a
+// hot tier every read is one such piece.
+Status DssService::ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids) {
+  return cache::ReadThrough(
+      hot_.get(), reads,
+      [&](std::span<cache::ThroughPiece> pieces) {
+        std::vector<ShardRead> batch;
+        batch.reserve(pieces.size());
+        for (const cache::ThroughPiece& p : pieces) batch.push_back({ids[p.read], p.offset, p.length, p.buf, {}});
+        store_->ReadBatch(batch);
+        for (size_t j = 0; j < pieces.size(); j++) pieces[j].status = std::move(batch[j].status);
+      },
+      [] { return true; });
 }
 
 // Serves a BatchRead into one reply payload: each segment has its place in
-// it (request order), hot-tier hits are copied there and the rest is read
-// from disk straight into it (one copy, from the store's aligned arena); the
-// pieces the hot tier lacks go to the store as one batch (one io_uring
-// submission for the random ones) and then into the tier. A failed segment
-// (a missing or corrupt shard) fails only itself, and its place is cut out:
-// the client repairs just that piece.
+// it (request order) and is read through the hot tier into that place. A
+// failed segment (a missing or corrupt shard) fails only itself, and its
+// place is cut out: the client repairs just that piece.
 void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep, std::string& payload) {
   const int n = req.reads_size();
   std::vector<uint64_t> at(n + 1, 0);
   for (int i = 0; i < n; i++) at[i + 1] = at[i] + req.reads(i).length();
-  // Every byte of a segment is written below (hot-tier hits, pieces read
-  // into it or staged), or the segment fails and is cut out.
+  // Every byte of a segment is written by the read-through, or the segment
+  // fails and is cut out.
   payload.clear();
   ResizeUninitialized(payload, at[n]);
-  std::vector<Status> status(n);
-  std::vector<ShardRead> pieces;
-  struct Staged {        // a hot-tier miss wider than its segment (whole pages)
-    size_t piece;
-    std::string buf;
-  };
-  std::vector<Staged> staged;
-  std::vector<int> piece_seg;
+  std::vector<ShardId> ids(n);
+  std::vector<cache::ThroughRead> reads(n);
   for (int i = 0; i < n; i++) {
     const auto& r = req.reads(i);
-    const ShardId id = FromPb(r.key());
-    char* dst = payload.data() + at[i];
-    std::vector<cache::FragmentCache::Range> missing;
-    if (hot_)
-      missing = hot_->Read(HotKey(id), r.offset(), r.length(), dst);
-    else
-      missing.push_back({r.offset(), r.length()});
-    for (const auto& m : missing) {
-      const bool inside = m.offset >= r.offset() && m.offset + m.length <= r.offset() + r.length();
-      pieces.push_back({id, m.offset, m.length, inside ? dst + (m.offset - r.offset()) : nullptr, {}});
-      piece_seg.push_back(i);
-      if (!inside) {
-        staged.push_back({pieces.size() - 1, {}});
-        ResizeUninitialized(staged.back().buf, m.length);
-      }
-    }
+    ids[i] = FromPb(r.key());
+    reads[i] = {HotKey(ids[i]), r.offset(), r.length(), payload.data() + at[i]};
   }
-  for (Staged& st : staged) pieces[st.piece].dst = st.buf.data();
-  store_->ReadBatch(pieces);
-  for (Staged& st : staged) {  // the segment's share of the widened piece
-    const ShardRead& p = pieces[st.piece];
-    if (!p.status.ok()) continue;
-    const auto& r = req.reads(piece_seg[st.piece]);
-    uint64_t s = std::max(p.offset, r.offset()), e = std::min(p.offset + p.length, r.offset() + r.length());
-    if (s < e) std::memcpy(payload.data() + at[piece_seg[st.piece]] + (s - r.offset()), st.buf.data() + (s - p.offset), e - s);
-  }
-  for (size_t j = 0; j < pieces.size(); j++) {
-    const ShardRead& p = pieces[j];
-    if (!p.status.ok()) {
-      if (status[piece_seg[j]].ok()) status[piece_seg[j]] = p.status;
-      continue;
-    }
-    if (hot_) hot_->Insert(HotKey(p.id), p.offset, std::string_view(p.dst, p.length),
-                           cache::FragmentCache::Tier::kFrequency);
-  }
+  (void)ReadThroughHotTier(reads, ids);  // each segment's status is in its read
   // Results, and the payload closed up over failed segments (rare).
   uint64_t out = 0;
   for (int i = 0; i < n; i++) {
     auto* res = rep.add_results();
     const uint64_t len = at[i + 1] - at[i];
-    if (!status[i].ok()) {
-      res->set_code(net::ToWire(status[i].code()));
-      res->set_error(status[i].message());
+    if (!reads[i].status.ok()) {
+      res->set_code(net::ToWire(reads[i].status.code()));
+      res->set_error(reads[i].status.message());
       continue;
     }
     res->set_length(len);

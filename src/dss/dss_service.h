@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <thread>
 
 #include "cache/fragment_cache.h"
+#include "cache/read_through.h"
 #include "common/config.h"
 #include "dss/shard_store.h"
 #include "net/rpc_channel.h"
@@ -27,6 +29,8 @@ class DssService {
   void HeartbeatLoop();
   Status ReadShard(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
   void BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep, std::string& payload);
+  // reads[i] is of shard ids[i]; each read's status says how it went.
+  Status ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids);
 
   Config cfg_;
   uint32_t id_;
