@@ -78,29 +78,25 @@ bool AccessDetector::FollowsLocked(uint64_t offset, uint64_t end, uint64_t pos) 
 bool AccessDetector::ClassifyAndRecordLocked(uint64_t offset, uint64_t end) {
   // The kernel's convention: a first read at the start of the file is the
   // start of a scan.
-  bool sequential = n_seen_ == 0 && offset == 0;
-  for (size_t i = 0; i < n_seen_; ++i) {
-    Seen& s = ring_[i];
+  bool sequential = seen_.empty() && offset == 0;
+  for (size_t i = 0; i < seen_.size(); ++i) {
+    Seen& s = seen_[i];
     sequential |= FollowsLocked(offset, end, s.end);
     // A remembered read this one precedes was overtaken by it, not random.
     s.sequential |= FollowsLocked(s.offset, s.end, end);
   }
   // Following the stream counts too, so that the read resuming a scan after
   // a stray read is sequential rather than a second stray.
-  sequential |= n_seen_ > 0 && stream_ && FollowsLocked(offset, end, stream_pos_);
-  if (n_seen_ == opt_.history) {  // the oldest goes
-    std::copy(ring_.begin() + 1, ring_.begin() + n_seen_, ring_.begin());
-    n_seen_--;
-  }
-  ring_[n_seen_++] = {offset, end, sequential};
+  sequential |= !seen_.empty() && stream_ && FollowsLocked(offset, end, stream_pos_);
+  seen_.Push({offset, end, sequential});
   return sequential;
 }
 
 void AccessDetector::UpdateDetectedLocked() {
-  const size_t n = n_seen_;
+  const size_t n = seen_.size();
   if (n < opt_.min_samples) return;
   size_t seq = 0;
-  for (size_t i = 0; i < n; ++i) seq += ring_[i].sequential;
+  for (size_t i = 0; i < n; ++i) seq += seen_[i].sequential;
   if (4 * seq >= 3 * n) {
     detected_ = AccessMode::kSequential;
   } else if (4 * seq <= n) {
@@ -272,28 +268,29 @@ bool StrideDetector::IsPatternLocked(int64_t stride, uint64_t record) const {
   // a scan, the commonest reader, leaves here without looking at history.)
   if (stride == 0 || (stride > 0 && static_cast<uint64_t>(stride) <= SatAdd(record, opt_.sequential_gap)))
     return false;
-  if (n_reads_ < 3) return false;
+  const size_t n = reads_.size();
+  if (n < 3) return false;
   // Deltas between consecutive reads of exactly the record size; unsigned
   // subtraction reinterpreted as signed gives the backwards strides. The
   // stride must account for more than half of all deltas. Counted without
   // branches: on a random reader every comparison would be a mispredict,
   // and this runs on every read, the cache-hit path included.
   size_t count = 0;
-  for (size_t i = 1; i < n_reads_; ++i) {
+  for (size_t i = 1; i < n; ++i) {
     count += size_t(reads_[i].length == record) & size_t(reads_[i - 1].length == record) &
              size_t(static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset) == stride);
   }
-  return count >= opt_.min_matches && 2 * count > n_reads_ - 1;
+  return count >= opt_.min_matches && 2 * count > n - 1;
 }
 
 std::optional<StrideDetector::Pattern> StrideDetector::DetectLocked() const {
-  if (n_reads_ < 3) return std::nullopt;
-  const uint64_t record = reads_[n_reads_ - 1].length;
+  if (reads_.size() < 3) return std::nullopt;
+  const uint64_t record = reads_.newest().length;
   // A pattern's stride is the majority of the deltas: one voting pass finds
   // the only candidate, IsPatternLocked checks it.
   int64_t best = 0;
   size_t votes = 0;
-  for (size_t i = 1; i < n_reads_; ++i) {
+  for (size_t i = 1; i < reads_.size(); ++i) {
     if (reads_[i].length != record || reads_[i - 1].length != record) continue;
     const auto d = static_cast<int64_t>(reads_[i].offset - reads_[i - 1].offset);
     if (votes == 0) best = d;
@@ -308,13 +305,9 @@ std::vector<ByteRange> StrideDetector::OnRead(uint64_t offset, uint64_t length,
   std::lock_guard lock(mu_);
   std::vector<ByteRange> out;
   if (length == 0) return out;
-  const bool had_prev = n_reads_ > 0;
-  const Read prev = had_prev ? reads_[n_reads_ - 1] : Read{0, 0};
-  if (n_reads_ == opt_.history) {  // the oldest goes
-    std::copy(reads_.begin() + 1, reads_.begin() + n_reads_, reads_.begin());
-    n_reads_--;
-  }
-  reads_[n_reads_++] = {offset, length};
+  const bool had_prev = !reads_.empty();
+  const Read prev = had_prev ? reads_.newest() : Read{0, 0};
+  reads_.Push({offset, length});
 
   // Predict only while the reader is on the stride right now (the step it
   // just took is the pattern); after a break the next prediction starts

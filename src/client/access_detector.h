@@ -4,7 +4,6 @@
 // of I/O lets the policy be tested byte for byte without a cluster.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "client/last_reads.h"
 #include "common/units.h"
 
 namespace rustfs::client {
@@ -161,10 +161,8 @@ class AccessDetector {
   const Options opt_;
   mutable std::mutex mu_;
 
-  // Classification: the last opt_.history reads, oldest first:
-  // ring_[0, n_seen_). An array, not a deque: every read scans it.
-  std::array<Seen, kMaxHistory> ring_{};
-  size_t n_seen_ = 0;
+  // Classification: the last opt_.history reads.
+  LastReads<Seen, kMaxHistory> seen_{opt_.history};
   AccessMode detected_ = AccessMode::kUnknown;
   std::optional<AccessMode> pinned_;  // kSequential or kRandom
   // Atomic so that SetPlanActive, called on every read, needs no lock when
@@ -243,10 +241,8 @@ class StrideDetector {
 
   const Options opt_;
   mutable std::mutex mu_;
-  // The last opt_.history reads, oldest first: reads_[0, n_reads_). An
-  // array, not a deque: every read scans it (the cache-hit path included).
-  std::array<Read, kMaxHistory> reads_{};
-  size_t n_reads_ = 0;
+  // The last opt_.history reads.
+  LastReads<Read, kMaxHistory> reads_{opt_.history};
   // Offset of the furthest record predicted along `predicted_for_`; cleared
   // whenever a read breaks the stride, so a reader that jumps and resumes
   // the same stride elsewhere gets fresh predictions.
