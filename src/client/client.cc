@@ -282,8 +282,10 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   }
   const uint64_t seq = revoke_seq_.load();
   Status fetched = ReadThroughCache(st, through, seq);
-  for (size_t i = 0; i < reqs.size(); i++) {
-    if (!through[i].status.ok()) reqs[i].status = through[i].status, reqs[i].bytes = 0;
+  for (size_t i = 0; i < reqs.size(); i++) {  // the requests whose pieces failed fail
+    if (through[i].status.ok()) continue;
+    reqs[i].status = through[i].status;
+    reqs[i].bytes = 0;
   }
   if (!fetched.ok()) return fetched;
   for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
@@ -320,9 +322,11 @@ void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* b
 }
 
 // Reads `reads` of st through the fragment cache (straight from the DSS
-// without one): the misses of all of them in one reader call. What is
-// fetched is cached only if no revocation came in since `seq` was read
-// (the bytes may predate it). Caller holds st.mu (shared is enough).
+// without one): the misses of all of them in one reader call, in whole
+// 4 KiB pages (the DSS reads and checks whole pages anyway, so caching them
+// costs no extra disk bytes). What is fetched is cached only if no
+// revocation came in since `seq` was read (the bytes may predate it).
+// Caller holds st.mu (shared is enough).
 Status Client::ReadThroughCache(FileState& st, std::span<ThroughRead> reads, uint64_t seq) {
   return cache::ReadThrough(
       fcache_.get(), reads,
