@@ -248,10 +248,12 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   auto c = Connect(config_path, &cfg);
   const uint64_t npages = size / kPage;
 
-  // Cache fit: each 64 KiB grain is charged its bytes + 8 (page bitmap) +
-  // 192 (bookkeeping), and each of 16 shards holds capacity/16.
+  // Cache fit: each grain is charged its bytes, up to 63 bytes of padding
+  // (its pages start 64-byte aligned) and 192 of bookkeeping
+  // (ShardedCache::kEntryOverheadBytes); each shard holds an equal share of
+  // the capacity.
   const uint64_t grain = cfg.fragment_cache.grain_size;
-  const uint64_t charged = (size / grain + 1) * (grain + 8 + 192);
+  const uint64_t charged = (size / grain + 1) * (grain + 63 + 192);
   printf("fragment cache: %s, capacity %s, grain %s, policy %s; data set %s (~%s charged)\n",
          cfg.fragment_cache.enabled ? "enabled" : "DISABLED",
          FormatByteSize(cfg.fragment_cache.capacity).c_str(), FormatByteSize(grain).c_str(),
