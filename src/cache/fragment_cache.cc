@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/uninit.h"
+
 namespace rustfs::cache {
 
 Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::FragmentCache& cfg,

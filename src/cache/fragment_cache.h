@@ -17,10 +17,7 @@
 // Thread-safe. Values are immutable; adding pages to a grain replaces it.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,7 +25,6 @@
 
 #include "cache/sharded_cache.h"
 #include "common/config.h"
-#include "common/uninit.h"
 
 namespace rustfs::cache {
 

@@ -150,27 +150,29 @@ void DssService::RegisterHandlers() {
 }
 
 // Serves what the hot tier holds; reads the rest from disk in whole,
-// verified 4 KiB pages and keeps them there.
+// verified 4 KiB pages, buffered as ShardStore::Read (the sequential path:
+// whole shards for repair), and keeps them there.
 Status DssService::ReadShard(const ShardId& id, uint64_t offset, uint64_t length,
                              std::string& out) {
   if (!hot_) return store_->Read(id, offset, length, out);
   ResizeUninitialized(out, length);  // written whole, or the read fails
   cache::ThroughRead read{HotKey(id), offset, length, out.data()};
-  return ReadThroughHotTier(std::span(&read, 1), std::span(&id, 1));
+  return ReadThroughHotTier(std::span(&read, 1), std::span(&id, 1), /*buffered=*/true);
 }
 
 // The hot tier's read-through (cache/read_through.h): what it lacks is
 // read from the store as one batch (one io_uring submission for the random
 // pieces), straight into the reads' buffers where a piece fits. Without a
 // hot tier every read is one such piece.
-Status DssService::ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids) {
+Status DssService::ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids,
+                                      bool buffered) {
   return cache::ReadThrough(
       hot_.get(), reads,
       [&](std::span<cache::ThroughPiece> pieces) {
         std::vector<ShardRead> batch;
         batch.reserve(pieces.size());
         for (const cache::ThroughPiece& p : pieces) batch.push_back({ids[p.read], p.offset, p.length, p.buf, {}});
-        store_->ReadBatch(batch);
+        store_->ReadBatch(batch, buffered);
         for (size_t j = 0; j < pieces.size(); j++) pieces[j].status = std::move(batch[j].status);
       },
       [] { return true; });
@@ -195,7 +197,7 @@ void DssService::BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep,
     ids[i] = FromPb(r.key());
     reads[i] = {HotKey(ids[i]), r.offset(), r.length(), payload.data() + at[i]};
   }
-  (void)ReadThroughHotTier(reads, ids);  // each segment's status is in its read
+  (void)ReadThroughHotTier(reads, ids, /*buffered=*/false);  // each segment's status is in its read
   // Results, and the payload closed up over failed segments (rare).
   uint64_t out = 0;
   for (int i = 0; i < n; i++) {

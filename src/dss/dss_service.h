@@ -30,7 +30,9 @@ class DssService {
   Status ReadShard(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
   void BatchRead(const pb::BatchReadReq& req, pb::BatchReadReply& rep, std::string& payload);
   // reads[i] is of shard ids[i]; each read's status says how it went.
-  Status ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids);
+  // `buffered`: what the tier lacks is read as ShardStore::Read does.
+  Status ReadThroughHotTier(std::span<cache::ThroughRead> reads, std::span<const ShardId> ids,
+                            bool buffered);
 
   Config cfg_;
   uint32_t id_;

@@ -133,8 +133,8 @@ Status ShardStore::Read(const ShardId& id, uint64_t offset, uint64_t length, std
   return r.status;
 }
 
-void ShardStore::ReadBatch(std::span<ShardRead> reads) {
-  ReadPieces(reads, engine_ != nullptr && !engine_off_.load(std::memory_order_relaxed));
+void ShardStore::ReadBatch(std::span<ShardRead> reads, bool buffered) {
+  ReadPieces(reads, !buffered && engine_ != nullptr && !engine_off_.load(std::memory_order_relaxed));
 }
 
 void ShardStore::ReadPieces(std::span<ShardRead> reads, bool use_engine) {

@@ -90,9 +90,10 @@ class ShardStore {
   // buffered (the sequential path).
   Status Read(const ShardId& id, uint64_t offset, uint64_t length, std::string& out);
   // Reads every piece, each with its own status, the random ones (up to
-  // kRandomReadMax) in one submission to the engine. Pieces of one batch
-  // may name different shards.
-  void ReadBatch(std::span<ShardRead> reads);
+  // kRandomReadMax) in one submission to the engine; with `buffered`, all
+  // of them as Read does (the sequential path). Pieces of one batch may
+  // name different shards.
+  void ReadBatch(std::span<ShardRead> reads, bool buffered = false);
 
   Status Delete(const ShardId& id);
 
