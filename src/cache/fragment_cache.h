@@ -38,6 +38,10 @@ struct ObjectId {
 class FragmentCache {
  public:
   static constexpr uint64_t kPage = 4096;  // bytes; cache and checksum granularity
+  // A grain's pages start at the first kAlign-aligned byte of its value's
+  // buffer (see PadBytes below), so a value is charged up to kAlign - 1
+  // bytes of padding.
+  static constexpr size_t kAlign = 64;  // bytes
 
   // grain_size: a power of two from 4 KiB to 256 KiB (64 pages).
   // `metrics` prefixes the per-tier counters ("client.fragment_cache").
@@ -115,7 +119,6 @@ class FragmentCache {
   // 64-byte aligned byte of its buffer (see PadBytes). Which pages it holds
   // (a bitmap) is kept in one place: the ShardedCache tag it is inserted
   // with.
-  static constexpr size_t kAlign = 64;  // where the pages start, bytes
   static size_t PadBytes(const char* data);
   // A value with room for mask's pages: its padding zeroed, the pages left
   // for the caller to fill, every one of them.
