@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 namespace rustfs::layout {
 
@@ -11,7 +12,9 @@ std::vector<ChunkSlice> SplitFileRange(uint64_t chunk_size, uint64_t offset, uin
   if (length == 0) return slices;
   // Exact count up front: the caller usually issues one request per slice, and
   // a reserve avoids regrowth on large multi-chunk reads.
-  const uint64_t end = offset + length;
+  // A range running past the last byte offset is cut there: a wrapped end
+  // would make the count below, and the loop, nonsense.
+  const uint64_t end = length > UINT64_MAX - offset ? UINT64_MAX : offset + length;
   slices.reserve((end - 1) / chunk_size - offset / chunk_size + 1);
   uint64_t pos = offset;
   while (pos < end) {

@@ -46,7 +46,9 @@ struct ChunkSlice {
 };
 
 // Splits [offset, offset+length) of a file into per-chunk slices, in order.
-// length == 0 gives no slices.
+// length == 0 gives no slices. A range that runs past UINT64_MAX is cut
+// there (its slices then cover less than length; callers refuse such
+// ranges first, as Client::Write does).
 std::vector<ChunkSlice> SplitFileRange(uint64_t chunk_size, uint64_t offset, uint64_t length);
 
 // A contiguous run of bytes of one data shard, wholly inside one stripe unit.

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
   CHECK(rustfs_pread(f, buf, 4096, kSize + 4096) == 0);   /* past it */
   CHECK(rustfs_fadvise(f, 0, 0, POSIX_FADV_RANDOM) == 0);
   CHECK(rustfs_fadvise(f, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  CHECK(rustfs_pwrite(f, data, 100, UINT64_MAX - 10) == -EFBIG); /* would end past 2^64 */
+  CHECK(rustfs_size(f) == kSize);
   CHECK(rustfs_close(f) == 0);
 
   /* A batch: scattered 4 KiB reads, overlapping ones, one at EOF, one past. */

@@ -460,6 +460,21 @@ TEST(SplitFileRangeTest, KnownSlices) {
   EXPECT_EQ(s[0].length, 4u << 20);
 }
 
+TEST(SplitFileRangeTest, ARangePastTheLastOffsetIsCutThere) {
+  // The fuzzer's case: an end that wraps. Before, the slice count wrapped
+  // too and reserve threw std::length_error.
+  const uint64_t off = UINT64_MAX - 1500;
+  auto s = SplitFileRange(1000, off, 4000);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].chunk_index, off / 1000);
+  EXPECT_EQ(s[0].chunk_offset, off % 1000);
+  EXPECT_EQ(s[0].buf_offset, 0u);
+  EXPECT_EQ(s[1].chunk_index, off / 1000 + 1);
+  EXPECT_EQ(s[1].chunk_offset, 0u);
+  EXPECT_EQ(s[1].buf_offset, s[0].length);
+  EXPECT_EQ(s[0].length + s[1].length, 1500u);  // up to UINT64_MAX, exclusive
+}
+
 TEST(SplitFileRangeTest, MatchesBruteForce) {
   std::mt19937_64 rng(5);
   for (int iter = 0; iter < 1500; ++iter) {
