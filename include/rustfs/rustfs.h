@@ -89,8 +89,10 @@ RUSTFS_API ssize_t rustfs_pread(rustfs_file* file, void* buf, size_t len, uint64
 
 /*
  * Writes len bytes from buf at offset, extending the file if needed.
- * Returns len, or -EBADF on a read-only handle, or an error from publishing
- * an earlier buffered write (the client holds a few chunks per file).
+ * Returns len, or -EBADF on a read-only handle, -EFBIG when offset + len
+ * would pass 2^63 - 1 (the largest file size, as off_t holds it), or an
+ * error from publishing an earlier buffered write (the client holds a few
+ * chunks per file).
  */
 RUSTFS_API ssize_t rustfs_pwrite(rustfs_file* file, const void* buf, size_t len, uint64_t offset);
 

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/uninit.h"
+#include "layout/layout.h"
 
 namespace rustfs::client {
 
@@ -452,7 +453,7 @@ Status Client::Write(OpenFile& f, uint64_t offset, const char* data, size_t len)
 
 // Caller holds st.mu exclusively.
 Status Client::WriteLocked(FileState& st, uint64_t offset, const char* data, size_t len) {
-  if (offset + len < offset) return {Code::kTooBig, "write range past 2^64"};
+  if (!layout::RangeFitsFile(offset, len)) return {Code::kTooBig, "write range past the largest file size (2^63 - 1)"};
   // A layout change (or a revocation) since the map was fetched: buffer
   // against the current geometry, which sets chunk size and shard count.
   if (st.dirty.empty() && (st.map_stale || !LeaseValid())) RUSTFS_RETURN_IF_ERROR(RefreshMap(st));

@@ -5,6 +5,7 @@
 #include <linux/falloc.h>
 
 #include "client/client.h"
+#include "layout/layout.h"
 
 namespace rustfs::client {
 
@@ -12,7 +13,7 @@ Status Client::Fallocate(OpenFile& f, int mode, uint64_t offset, uint64_t len) {
   constexpr int kKnown = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
   if (mode & ~kKnown) return {Code::kNotSupported, "fallocate mode " + std::to_string(mode)};
   if (len == 0) return InvalidArgument("fallocate of 0 bytes");
-  if (offset + len < offset) return {Code::kTooBig, "fallocate range past 2^64"};
+  if (!layout::RangeFitsFile(offset, len)) return {Code::kTooBig, "fallocate range past the largest file size (2^63 - 1)"};
   const bool punch = mode & FALLOC_FL_PUNCH_HOLE, zero = mode & FALLOC_FL_ZERO_RANGE;
   const bool keep_size = mode & FALLOC_FL_KEEP_SIZE;
   if (punch && (!keep_size || zero)) return InvalidArgument("PUNCH_HOLE needs KEEP_SIZE alone");

@@ -23,6 +23,16 @@ namespace rustfs::layout {
 // was lost, until repair rebuilds it. Readers treat it as a down server.
 inline constexpr uint32_t kNoDss = 0xFFFFFFFFu;
 
+// The largest file size, and so the end of any byte range written into a
+// file: what off_t (stat's st_size, lseek, the C API's rustfs_size) holds,
+// and the kernel's own limit for a FUSE file (MAX_LFS_FILESIZE).
+inline constexpr uint64_t kMaxFileSize = 0x7FFFFFFFFFFFFFFFull;  // 2^63 - 1
+
+// Whether [offset, offset + len) ends at or before kMaxFileSize.
+inline constexpr bool RangeFitsFile(uint64_t offset, uint64_t len) {
+  return offset <= kMaxFileSize && len <= kMaxFileSize - offset;
+}
+
 struct EcGeometry {
   uint32_t k = 4;                 // data shards
   uint32_t m = 2;                 // parity shards

@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "common/clock.h"
+#include "layout/layout.h"
 #include "layout/layout_rules.h"
 #include "mds/store_keys.h"
 
@@ -201,6 +202,8 @@ Result<pb::Attr> MdsStore::SetAttr(const pb::SetAttrReq& req) {
   if (v & pb::SET_SIZE) {
     if (IsDir(*a)) return Err({Code::kIsDirectory, "truncate of a directory"});
     if (!S_ISREG(a->mode())) return Err(InvalidArgument("truncate of a special file"));
+    if (req.size() > layout::kMaxFileSize)
+      return Err({Code::kTooBig, "truncate to " + std::to_string(req.size()) + ", past the largest file size (2^63 - 1)"});
     const uint64_t cs = a->layout().chunk_size();
     if (req.size() < a->size()) {
       // The client zeroed the tail of the chunk the new end falls in (so a

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   CHECK(rustfs_fadvise(f, 0, 0, POSIX_FADV_RANDOM) == 0);
   CHECK(rustfs_fadvise(f, 0, 0, POSIX_FADV_DONTNEED) == 0);
   CHECK(rustfs_pwrite(f, data, 100, UINT64_MAX - 10) == -EFBIG); /* would end past 2^64 */
+  CHECK(rustfs_pwrite(f, data, 100, INT64_MAX - 10) == -EFBIG);  /* past 2^63 - 1, which off_t holds */
   CHECK(rustfs_size(f) == kSize);
   CHECK(rustfs_close(f) == 0);
 

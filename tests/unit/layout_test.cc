@@ -148,6 +148,19 @@ uint64_t RandomPoint(std::mt19937_64& rng, uint64_t limit, uint64_t unit, uint64
   return std::min(p, limit);
 }
 
+TEST(RangeFitsFileTest, EndsAtMostAtTheLargestOffTValue) {
+  constexpr uint64_t kMax = uint64_t(INT64_MAX);  // off_t's largest value
+  EXPECT_TRUE(RangeFitsFile(0, 0));
+  EXPECT_TRUE(RangeFitsFile(0, kMax));
+  EXPECT_TRUE(RangeFitsFile(kMax, 0));
+  EXPECT_TRUE(RangeFitsFile(kMax - 4096, 4096));
+  EXPECT_FALSE(RangeFitsFile(kMax - 4095, 4096));
+  EXPECT_FALSE(RangeFitsFile(kMax + 1, 0));
+  EXPECT_FALSE(RangeFitsFile(0, kMax + 1));
+  EXPECT_FALSE(RangeFitsFile(UINT64_MAX - 10, 100));  // wraps past 2^64
+  EXPECT_FALSE(RangeFitsFile(UINT64_MAX, UINT64_MAX));
+}
+
 TEST(EcGeometryTest, DerivedSizes) {
   EcGeometry g;  // defaults: 4+2, 64 KiB units, 4 MiB chunks
   EXPECT_EQ(g.row_bytes(), 4u * 65536);

@@ -497,6 +497,14 @@ TEST_F(MdsStoreTest, SetAttrShrinkDropsChunksBeyondEnd) {
   EXPECT_EQ(store_->GetAttr(f)->size(), 20 * kChunk);
   EXPECT_EQ(Garbage(100).size(), 7u);
 
+  // Up to 2^63 - 1 (what off_t holds), not one byte more.
+  r.set_size(uint64_t(INT64_MAX) + 1);
+  EXPECT_EQ(store_->SetAttr(r).error().code(), Code::kTooBig);
+  EXPECT_EQ(store_->GetAttr(f)->size(), 20 * kChunk);
+  r.set_size(INT64_MAX);
+  ASSERT_TRUE(store_->SetAttr(r).has_value());
+  EXPECT_EQ(store_->GetAttr(f)->size(), uint64_t(INT64_MAX));
+
   // To zero: everything goes.
   r.set_size(0);
   ASSERT_TRUE(store_->SetAttr(r).has_value());
