@@ -199,9 +199,37 @@ def ratio(num, den):
 
 # --- fio -------------------------------------------------------------------
 
+def fill_files(folder, count, size):
+    """`count` files f0 .. f<count-1> of random bytes, `size` in all (kept if
+    already there at that size): the data set of many files (fio's
+    --filename_format=f$filenum)."""
+    os.makedirs(folder, exist_ok=True)
+    each = size // count
+    names = [os.path.join(folder, f"f{i}") for i in range(count)]
+    if all(os.path.exists(n) and os.path.getsize(n) == each for n in names):
+        return
+    print(f"writing {count} files of {each >> 10} KiB of random data to {folder}", flush=True)
+    COMMANDS.append(f"# {count} files f0..f{count - 1} of {each} random bytes each written to {folder} "
+                    "(bench/benchlib.py fill_files)")
+    for i, n in enumerate(names):
+        with open(n, "wb") as f:
+            f.write(os.urandom(each))
+        if (i + 1) % 256 == 0:
+            print(f"  {i + 1} of {count}", flush=True)
+    run(["sync"])
+
+
 def fio(name, path, size, rw_args, runtime, env=None):
-    """One fio job group (4 KiB random reads); its figures."""
-    cmd = ["fio", f"--name={name}", f"--filename={path}", "--rw=randread", "--bs=4k",
+    """One fio job group (4 KiB random reads); its figures. path: a file,
+    or a folder filled by fill_files (each read picks one of its files at
+    random)."""
+    if os.path.isdir(path):
+        count = len([n for n in os.listdir(path) if n.startswith("f")])
+        target = [f"--directory={path}", f"--nrfiles={count}", f"--filesize={parse_size(str(size)) // count}",
+                  "--filename_format=f$filenum", "--file_service_type=random"]
+    else:
+        target = [f"--filename={path}"]
+    cmd = ["fio", f"--name={name}"] + target + ["--rw=randread", "--bs=4k",
            f"--size={size}", f"--runtime={runtime}", "--time_based", "--randrepeat=0",
            "--norandommap", "--group_reporting", "--output-format=json"] + list(rw_args)
     out = run(cmd, env=env, capture_output=True, text=True).stdout

@@ -21,6 +21,10 @@ This machine's figures swing between runs (a shared host): with --repeat N
 each cold job's rows run N rounds, one after the other, and a row shows its
 median round and the range of its ratio to local over the rounds.
 
+The "many files" row reads a folder of 1,024 files of the same total size
+(each read picks a file at random, as a shuffled epoch over a folder of
+samples does), beside the same folder on the local disk.
+
 Cold rows: the client's fragment cache and the DSS hot tiers are OFF and the
 page cache is dropped before each row, so every byte comes from the disk;
 the data set is at least 4 GiB and 4x the RAM tiers (which are sized for
@@ -48,6 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
 
 CACHED_RANGE = "256M"
+MANY_FILES = 1024  # files in the many-files row's data set (4 MiB each at --size 4G)
 
 
 def main():
@@ -95,6 +100,13 @@ def main():
         data = os.path.join(cl.mnt, "dataset.bin")
         B.fill(data, size)
         B.fill(local, size)
+        only = [o.strip() for o in args.only.split(",")] if args.only else None
+        # The many-files row's set: the same size in MANY_FILES files.
+        many = not only or "many" in only
+        data_many, local_many = os.path.join(cl.mnt, "many"), os.path.join(tmp, "many")
+        if many:
+            B.fill_files(data_many, MANY_FILES, size)
+            B.fill_files(local_many, MANY_FILES, size)
         have_engine = os.path.exists(engine)
         if not have_engine:
             print(f"note: {engine} not built (no third_party/fio-src): native rows skipped")
@@ -127,6 +139,10 @@ def main():
              ["--direct=1", "--iodepth=256"], None),
             ("psync x 4 buffered", ["--ioengine=psync", "--direct=0", "--numjobs=4"], None, (4, False)),
             ("mmap x 4", ["--ioengine=mmap", "--numjobs=4"], None, None),
+            # Each read picks one of MANY_FILES files (a shuffled epoch over
+            # a folder of samples): a batch of reads spans many files.
+            ("many files QD32 x 4 O_DIRECT", ["--ioengine=libaio", "--direct=1", "--iodepth=32", "--numjobs=4"],
+             None, None),
         ]
         cl.start(tiers=False, settings=settings)
         # What the FUSE transport itself allows on this machine: libfuse's
@@ -141,17 +157,20 @@ def main():
         print(f"\ncold: {args.size} data set, RAM tiers off, page cache dropped before each row, "
               f"{args.runtime} s per row, device {dev}")
         print(B.machine_line(cl), flush=True)
-        only = [o.strip() for o in args.only.split(",")] if args.only else None
         warm = 2  # seconds of the same job after each drop: code faults back in (see benchlib.measure)
         rounds = B.Rounds()  # every round of every row, each beside its own round's local row
         for suffix, fio_args, native_args, hop in jobs:
             if only and not any(suffix.startswith(o + " ") or suffix == o for o in only):
                 continue
+            is_many = suffix.startswith("many ")
+            local_t = local_many if is_many else local
+            data_t = data_many if is_many else data
+            pt_t = (os.path.join(pt.mnt, "many") if is_many else pt_file) if pt else None
             for rnd in range(args.repeat):
                 if args.repeat > 1:
                     print(f"{suffix}: round {rnd + 1} of {args.repeat}", flush=True)
-                loc = B.measure(f"local {suffix}", lambda: B.fio("local", local, args.size, fio_args, args.runtime),
-                                dev, warmup=lambda: B.fio("local", local, args.size, fio_args, warm))
+                loc = B.measure(f"local {suffix}", lambda: B.fio("local", local_t, args.size, fio_args, args.runtime),
+                                dev, warmup=lambda: B.fio("local", local_t, args.size, fio_args, warm))
                 rounds.add(loc, None)
                 for wait in ("sleep", "poll") if hop and have_remote else ():
                     r = B.measure(f"1 TCP hop {suffix} ({wait})", lambda: hop_job(*hop, wait), dev,
@@ -159,13 +178,13 @@ def main():
                     rounds.add(r, loc)
                 if pt:
                     r = B.measure(f"passthrough_ll {suffix}",
-                                  lambda: B.fio("pt", pt_file, args.size, fio_args, args.runtime), dev,
+                                  lambda: B.fio("pt", pt_t, args.size, fio_args, args.runtime), dev,
                                   daemons=[pt.proc.pid],
-                                  warmup=lambda: B.fio("pt", pt_file, args.size, fio_args, warm))
+                                  warmup=lambda: B.fio("pt", pt_t, args.size, fio_args, warm))
                     rounds.add(r, loc)
                 fuse = B.measure(f"fuse {suffix}",
-                                 lambda: B.fio("fuse", data, args.size, fio_args, args.runtime, env=shim),
-                                 dev, cl, warmup=lambda: B.fio("fuse", data, args.size, fio_args, warm, env=shim))
+                                 lambda: B.fio("fuse", data_t, args.size, fio_args, args.runtime, env=shim),
+                                 dev, cl, warmup=lambda: B.fio("fuse", data_t, args.size, fio_args, warm, env=shim))
                 rounds.add(fuse, loc)
                 if native_args and have_engine:
                     holder = {}

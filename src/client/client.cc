@@ -225,7 +225,19 @@ Result<size_t> Client::Read(OpenFile& f, uint64_t offset, size_t len, char* buf)
   return r.bytes;
 }
 
-Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait) {
+namespace {
+// [offset, offset + len) spanning every request.
+std::pair<uint64_t, uint64_t> SpanOf(std::span<const Client::ReadReq> reqs) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const Client::ReadReq& r : reqs) {
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.length);
+  }
+  return {lo, hi > lo ? hi - lo : 0};
+}
+}  // namespace
+
+Status Client::CheckVia(OpenFile& f, std::span<ReadReq> reqs) {
   for (const ReadReq& r : reqs) {
     if (r.via && r.via->state != f.state) {
       Status bad = InvalidArgument("ReadMany: a read came through an open file of another inode");
@@ -233,10 +245,19 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait) {
       return bad;
     }
   }
+  return Status::Ok();
+}
+
+Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait) {
+  RUSTFS_RETURN_IF_ERROR(CheckVia(f, reqs));
   bool planned = false;
   for (const ReadReq& r : reqs) planned |= NotePlannedRead(f, r.offset, r.length);
+  return ReadManyAttempts(f, reqs, planned, wait, /*counted=*/false);
+}
+
+Status Client::ReadManyAttempts(OpenFile& f, std::span<ReadReq> reqs, bool planned, LockWait wait, bool counted) {
   for (int attempt = 0;; attempt++) {
-    Status s = ReadManyOnce(f, reqs, attempt == 0, planned, wait);
+    Status s = ReadManyOnce(f, reqs, attempt == 0 && !counted, planned, wait);
     // kStale from the reader: the map named a chunk version that is gone
     // (an overwrite raced with this read): fetch the map again, read again.
     if (s.code() != Code::kStale || attempt >= 2) return s;
@@ -244,21 +265,71 @@ Status Client::ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait) {
   }
 }
 
+Status Client::ReadFiles(std::span<FileReads> files, LockWait wait) {
+  if (files.size() == 1) return ReadMany(*files[0].file, files[0].reqs, wait);
+  Status first_error = Status::Ok();
+  auto note = [&](const Status& s) {
+    if (!s.ok() && first_error.ok()) first_error = s;
+  };
+  struct Joined {
+    FileReads* fr;
+    bool planned;
+    size_t first;  // its requests' index in `through`
+  };
+  std::vector<Joined> joined;  // every file; first == SIZE_MAX: read alone afterwards
+  std::vector<std::shared_lock<std::shared_mutex>> locks;
+  std::vector<FileState*> owner;  // per read-through read: its file
+  std::vector<ThroughRead> through;
+  const bool hold = cfg_.random_read.hold_layout_lease;
+  for (FileReads& fr : files) {
+    if (Status s = CheckVia(*fr.file, fr.reqs); !s.ok()) {
+      note(s);
+      continue;
+    }
+    bool planned = false;
+    for (const ReadReq& r : fr.reqs) planned |= NotePlannedRead(*fr.file, r.offset, r.length);
+    FileState& st = *fr.file->state;
+    const auto [offset, len] = SpanOf(fr.reqs);
+    // Never waits for a lock while holding others: a file whose lock is
+    // taken (a writer) or whose map must be fetched is read alone later.
+    std::shared_lock rl(st.mu, std::try_to_lock);
+    if (!rl || !hold || !MapFresh(st, offset, len)) {
+      if (rl) rl.unlock();
+      joined.push_back({&fr, planned, SIZE_MAX});
+      continue;
+    }
+    locks.push_back(std::move(rl));
+    joined.push_back({&fr, planned, through.size()});
+    through.resize(through.size() + fr.reqs.size());
+    owner.resize(through.size(), &st);
+    PrepareReads(*fr.file, st, fr.reqs, /*first=*/true, planned, through.data() + joined.back().first);
+  }
+  const Status fetched = ReadThroughCache(owner, through, revoke_seq_.load());
+  for (const Joined& j : joined)
+    if (j.first != SIZE_MAX && fetched.ok()) FinishReads(*j.fr->file, j.fr->reqs, through.data() + j.first);
+  locks.clear();
+  // What could not join, and (rarely) what a failed joint read touched:
+  // one file at a time, as ReadMany serves it (a stale map is fetched
+  // again there).
+  for (const Joined& j : joined) {
+    const bool was_alone = j.first == SIZE_MAX;
+    if (!was_alone && fetched.ok()) continue;
+    if (!was_alone && fetched.code() == Code::kStale) j.fr->file->state->map_stale = true;
+    note(ReadManyAttempts(*j.fr->file, j.fr->reqs, j.planned, wait, /*counted=*/!was_alone));
+  }
+  return first_error;
+}
+
 Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait) {
   FileState& st = *f.state;
   std::shared_lock<std::shared_mutex> rl;
   std::unique_lock<std::shared_mutex> wl;
   // The map for the span of all the requests (one MDS call at most).
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const ReadReq& r : reqs) {
-    lo = std::min(lo, r.offset);
-    hi = std::max(hi, r.offset + r.length);
-  }
-  if (Status s = LockForRead(st, lo, hi > lo ? hi - lo : 0, rl, wl, wait); !s.ok()) {
+  const auto [offset, len] = SpanOf(reqs);
+  if (Status s = LockForRead(st, offset, len, rl, wl, wait); !s.ok()) {
     for (auto& r : reqs) r.status = s;
     return s;
   }
-  const uint64_t size = st.attr.size();
   // Through the cache (cache/read_through.h): what it lacks, over all
   // requests, is fetched in one reader call, so the pieces of every miss
   // reach each DSS in one BatchRead. A batch of one (Client::Read) needs no
@@ -266,6 +337,17 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   ThroughRead one;
   std::vector<ThroughRead> many(reqs.size() > 1 ? reqs.size() : 0);
   std::span<ThroughRead> through = reqs.size() > 1 ? std::span(many) : std::span(&one, 1);
+  PrepareReads(f, st, reqs, first, planned, through.data());
+  const uint64_t seq = revoke_seq_.load();
+  FileState* const file = &st;
+  Status fetched = ReadThroughCache(std::span(&file, 1), through, seq);
+  FinishReads(f, reqs, through.data());
+  return fetched;
+}
+
+void Client::PrepareReads(OpenFile& f, FileState& st, std::span<ReadReq> reqs, bool first, bool planned,
+                          ThroughRead* through) {
+  const uint64_t size = st.attr.size();
   for (size_t i = 0; i < reqs.size(); i++) {
     ReadReq& r = reqs[i];
     OpenFile& through_file = r.via ? *r.via : f;  // whose detector sees this read
@@ -281,16 +363,18 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
       NoteRead(through_file, st, r.offset, r.bytes, size, planned);
     }
   }
-  const uint64_t seq = revoke_seq_.load();
-  Status fetched = ReadThroughCache(st, through, seq);
+}
+
+void Client::FinishReads(OpenFile& f, std::span<ReadReq> reqs, const ThroughRead* through) {
+  bool all_ok = true;
   for (size_t i = 0; i < reqs.size(); i++) {  // the requests whose pieces failed fail
     if (through[i].status.ok()) continue;
     reqs[i].status = through[i].status;
     reqs[i].bytes = 0;
+    all_ok = false;
   }
-  if (!fetched.ok()) return fetched;
+  if (!all_ok) return;
   for (const ReadReq& r : reqs) MaybeIndex(f.state, r.offset, r.buf, r.bytes);
-  return Status::Ok();
 }
 
 bool Client::NotePlannedRead(OpenFile& f, uint64_t offset, uint64_t len) {
@@ -318,23 +402,24 @@ void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* b
       std::memset(buf + s.buf_offset, 0, s.length);  // a hole
       continue;
     }
-    extents.push_back({&it->second, s.chunk_offset, s.length, buf + s.buf_offset});
+    extents.push_back({st.ino, &st.geo, &it->second, s.chunk_offset, s.length, buf + s.buf_offset});
   }
 }
 
-// Reads `reads` of st through the fragment cache (straight from the DSS
-// without one): the misses of all of them in one reader call, in whole
-// 4 KiB pages (the DSS reads and checks whole pages anyway, so caching them
-// costs no extra disk bytes). What is fetched is cached only if no
-// revocation came in since `seq` was read (the bytes may predate it).
-// Caller holds st.mu (shared is enough).
-Status Client::ReadThroughCache(FileState& st, std::span<ThroughRead> reads, uint64_t seq) {
+// Reads `reads` through the fragment cache (straight from the DSS without
+// one): the misses of all of them in one reader call, in whole 4 KiB pages
+// (the DSS reads and checks whole pages anyway, so caching them costs no
+// extra disk bytes). What is fetched is cached only if no revocation came
+// in since `seq` was read (the bytes may predate it). files: each read's
+// file, or one file for all. Caller holds their st.mu (shared is enough).
+Status Client::ReadThroughCache(std::span<FileState* const> files, std::span<ThroughRead> reads, uint64_t seq) {
   return cache::ReadThrough(
       fcache_.get(), reads,
       [&](std::span<cache::ThroughPiece> pieces) {
         std::vector<ReadExtent> extents;
-        for (const cache::ThroughPiece& p : pieces) AppendExtents(st, p.offset, p.length, p.buf, extents);
-        const Status s = extents.empty() ? Status::Ok() : reader_->Read(st.ino, st.geo, extents);
+        for (const cache::ThroughPiece& p : pieces)
+          AppendExtents(*files[files.size() == 1 ? 0 : p.read], p.offset, p.length, p.buf, extents);
+        const Status s = extents.empty() ? Status::Ok() : reader_->Read(extents);
         for (cache::ThroughPiece& p : pieces) p.status = s;
       },
       [&] { return revoke_seq_.load() == seq; });
@@ -351,7 +436,8 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
     buf = scratch.data();
   }
   ThroughRead read{{st.ino}, offset, len, buf, tier};
-  return ReadThroughCache(st, std::span(&read, 1), revoke_seq_.load());
+  FileState* const file = &st;
+  return ReadThroughCache(std::span(&file, 1), std::span(&read, 1), revoke_seq_.load());
 }
 
 // Acts on the detector's decision after a read or a hint: read-ahead and

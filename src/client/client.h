@@ -186,6 +186,19 @@ class Client {
   // ordinary way.
   enum class LockWait { kMayBlock, kNoLockWait };
   Status ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait = LockWait::kMayBlock);
+  // The reads of one file, for ReadFiles: ReadMany's arguments.
+  struct FileReads {
+    OpenFile* file;
+    std::span<ReadReq> reqs;
+  };
+  // ReadMany for each of several files (distinct inodes), their misses
+  // fetched together: one BatchRead per DSS for all the files (a FUSE
+  // batch of reads of many files costs one round trip, not one per file).
+  // A file joins only if its map lock is free and its map fresh (so no
+  // thread waits for one file's lock while holding another's); the others,
+  // and those whose joint read failed, are then served one by one through
+  // ReadMany. Statuses as ReadMany's; returns the first error.
+  Status ReadFiles(std::span<FileReads> files, LockWait wait = LockWait::kMayBlock);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
   // fallocate(2): mode 0 or FALLOC_FL_KEEP_SIZE (space is not reserved:
   // holes read as zeros and take no room), FALLOC_FL_PUNCH_HOLE |
@@ -279,6 +292,18 @@ class Client {
   // first: count the reads (not again when retried); planned: the file
   // has an access plan (its bytes go to the stream tier).
   Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait);
+  // ReadMany after its checks: attempts until the map is not stale.
+  // counted: the reads were counted already (a retry of ReadFiles').
+  Status ReadManyAttempts(OpenFile& f, std::span<ReadReq> reqs, bool planned, LockWait wait, bool counted);
+  // Whether reqs (ReadMany's) all came through open files of f's inode;
+  // if not, fails every request.
+  static Status CheckVia(OpenFile& f, std::span<ReadReq> reqs);
+  // ReadMany's requests as read-through reads of st (sizes clipped at end
+  // of file), counted and shown to their files' detectors if `first`.
+  void PrepareReads(OpenFile& f, FileState& st, std::span<ReadReq> reqs, bool first, bool planned,
+                    ThroughRead* through);
+  // Their outcome back into the requests; indexes what was read.
+  void FinishReads(OpenFile& f, std::span<ReadReq> reqs, const ThroughRead* through);
   Status LockForRead(FileState& st, uint64_t offset, uint64_t len, std::shared_lock<std::shared_mutex>& rl,
                      std::unique_lock<std::shared_mutex>& wl, LockWait wait);
   // Fetches the chunk map of [offset, offset + len) into st (an MDS call).
@@ -292,9 +317,10 @@ class Client {
   void AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* buf,
                      std::vector<ReadExtent>& extents);
   // The one read loop of the client's data (cache/read_through.h): reads
-  // of st through the fragment cache, the misses of all in one reader call,
-  // cached unless a revocation came in after `seq`. Caller holds st.mu.
-  Status ReadThroughCache(FileState& st, std::span<ThroughRead> reads, uint64_t seq);
+  // through the fragment cache, the misses of all in one reader call,
+  // cached unless a revocation came in after `seq`. files: the file of
+  // each read, or one for all. Caller holds their st.mu.
+  Status ReadThroughCache(std::span<FileState* const> files, std::span<ThroughRead> reads, uint64_t seq);
   // One range of it into the cache (and into buf unless null: prefetch).
   Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                           FragmentCache::Tier tier);

@@ -98,7 +98,7 @@ Status Client::FetchPlanned(uint64_t ino, std::span<const PlanEntry> entries) {
     AppendExtents(*st, start, merged[i].length, bufs[i].data(), extents);
   }
   const uint64_t seq = revoke_seq_.load();
-  if (!extents.empty()) RUSTFS_RETURN_IF_ERROR(reader_->Read(ino, st->geo, extents));
+  if (!extents.empty()) RUSTFS_RETURN_IF_ERROR(reader_->Read(extents));
   if (revoke_seq_.load() != seq) return Unavailable("revoked while fetching");
   for (size_t i = 0; i < merged.size(); i++) {
     fcache_->Insert({ino}, merged[i].offset, bufs[i], FragmentCache::Tier::kStream);

@@ -120,14 +120,17 @@ uint32_t EcReader::PickReplica(const pb::ChunkEntry& c, uint32_t replicas) {
   return dss_.Inflight(c.dss(up[i])) <= dss_.Inflight(c.dss(up[j])) ? up[i] : up[j];
 }
 
-Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
-                      std::span<const ReadExtent> extents) {
+Status EcReader::Read(std::span<const ReadExtent> extents) {
   std::vector<Job> jobs;
+  std::vector<Failed> failed;
+  bool all_replicated = true;  // the hedge delay: replicas' is the shorter
   for (const ReadExtent& e : extents) {
+    const layout::EcGeometry& g = *e.geo;
     if (uint32_t(e.chunk->dss_size()) != g.k + g.m)
-      return Corruption("chunk " + std::to_string(e.chunk->index()) + " has " +
-                        std::to_string(e.chunk->dss_size()) + " shards, layout wants " +
+      return Corruption("chunk " + std::to_string(e.chunk->index()) + " of inode " + std::to_string(e.ino) +
+                        " has " + std::to_string(e.chunk->dss_size()) + " shards, layout wants " +
                         std::to_string(g.k + g.m));
+    all_replicated &= g.replicated;
     for (auto& r : layout::MergeShardPieces(layout::MapChunkRange(g, e.chunk_offset, e.length))) {
       if (g.replicated) r.shard = PickReplica(*e.chunk, g.k + g.m);  // r.shard was 0
       jobs.push_back({&e, std::move(r)});
@@ -141,16 +144,17 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
                                                 std::memory_order_relaxed)) {
     }
   }
-  if (!opt_.partial_read_fast_path && !g.replicated) {
-    std::vector<Failed> all;
-    for (const Job& j : jobs) all.push_back({&j, Unavailable("ec.partial_read_fast_path = false")});
-    return Repair(ino, g, all);
-  }
   // One BatchRead per DSS carrying every range wanted from it, ranges of
   // one shard coalesced (LLD-002 §5.2, §5.3); all DSS are asked before any
   // answer is awaited, so the whole read costs one round trip.
   std::map<uint32_t, std::vector<size_t>> by_dss;  // DSS id -> job indexes
-  for (size_t i = 0; i < jobs.size(); i++) by_dss[jobs[i].extent->chunk->dss(jobs[i].read.shard)].push_back(i);
+  for (size_t i = 0; i < jobs.size(); i++) {
+    if (!opt_.partial_read_fast_path && !jobs[i].extent->geo->replicated) {
+      failed.push_back({&jobs[i], Unavailable("ec.partial_read_fast_path = false")});
+      continue;
+    }
+    by_dss[jobs[i].extent->chunk->dss(jobs[i].read.shard)].push_back(i);
+  }
   struct Segment {
     size_t first_job;  // the shard key comes from this job
     uint64_t offset, length;
@@ -164,14 +168,13 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     bool sent = false;
   };
   std::vector<Batch> batches;
-  std::vector<Failed> failed;
   for (auto& [dss_id, idx] : by_dss) {
     Batch b{dss_id, {}, idx.size()};
     // Group this DSS's jobs by shard, then coalesce each shard's ranges.
-    std::map<std::tuple<uint64_t, uint64_t, uint32_t>, std::vector<layout::RangeRead>> by_shard;
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint32_t>, std::vector<layout::RangeRead>> by_shard;
     for (size_t i : idx) {
       const Job& j = jobs[i];
-      by_shard[{j.extent->chunk->index(), j.extent->chunk->version(), j.read.shard}].push_back(
+      by_shard[{j.extent->ino, j.extent->chunk->index(), j.extent->chunk->version(), j.read.shard}].push_back(
           {j.read.shard_offset, j.read.length, i});
     }
     for (auto& [key, reads] : by_shard)
@@ -195,7 +198,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     for (auto& seg : b.segments) {
       const Job& j = jobs[seg.first_job];
       auto* r = req.add_reads();
-      *r->mutable_key() = MakeShardKey(ino, *j.extent->chunk, j.read.shard);
+      *r->mutable_key() = MakeShardKey(j.extent->ino, *j.extent->chunk, j.read.shard);
       r->set_offset(seg.offset);
       r->set_length(seg.length);
     }
@@ -208,7 +211,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
     batches.push_back(std::move(b));
   }
   const int64_t started_us = SteadyNowUs();
-  const int64_t hedge_at_us = started_us + HedgeDelayUs(g.replicated);
+  const int64_t hedge_at_us = started_us + HedgeDelayUs(all_replicated);
   // While this thread waits for the replies it may start other reads (a
   // FUSE ring thread's newly arrived ones, net/wait_hook.h): the caller
   // holds only the file's map lock, which those reads only try-lock. Their
@@ -229,7 +232,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
       // for failed, whatever the budget: waiting out the RPC timeout would
       // stall the reader.
       const int64_t step_us = hedge_at_us - started_us;
-      const int64_t stall_at_us = started_us + StallDelayUs(g.replicated);
+      const int64_t stall_at_us = started_us + StallDelayUs(all_replicated);
       bool abandon = false, stalled = false;
       for (;;) {
         const int64_t now = SteadyNowUs();
@@ -256,7 +259,7 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
         (stalled ? stall_failovers_ : hedged_batches_).Inc();
         hedged_.Add(b.pieces);
         dss_.NoteHedged(b.dss);
-        if (g.replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
+        if (all_replicated) dss_.MarkSlow(b.dss);  // replicas have cheap alternatives
         b.call = {};
         fail_all(Unavailable("DSS " + std::to_string(b.dss) + (stalled ? " stalled" : " slower than the hedge delay")),
                  /*slow=*/true);
@@ -297,7 +300,19 @@ Status EcReader::Read(uint64_t ino, const layout::EcGeometry& g,
   }
   may_start_other_reads.Close();  // the repair's waits hold more than the map lock
   if (failed.empty()) return Status::Ok();
-  return Repair(ino, g, failed);
+  // Each file's failed jobs are repaired together (its geometry decides how).
+  std::stable_sort(failed.begin(), failed.end(),
+                   [](const Failed& a, const Failed& b) { return a.job->extent->ino < b.job->extent->ino; });
+  Status first = Status::Ok();
+  for (size_t i = 0; i < failed.size();) {
+    size_t j = i;
+    while (j < failed.size() && failed[j].job->extent->ino == failed[i].job->extent->ino) j++;
+    std::vector<Failed> one(failed.begin() + ptrdiff_t(i), failed.begin() + ptrdiff_t(j));
+    const ReadExtent& e = *failed[i].job->extent;
+    if (Status s = Repair(e.ino, *e.geo, one); !s.ok() && first.ok()) first = s;
+    i = j;
+  }
+  return first;
 }
 
 }  // namespace rustfs::client

@@ -52,8 +52,11 @@
 
 namespace rustfs::client {
 
-// One range of one chunk, and where its bytes go. Caller-owned memory.
+// One range of one chunk of file `ino` laid out by `geo`, and where its
+// bytes go. Caller-owned memory (chunk, geo, dst outlive the read).
 struct ReadExtent {
+  uint64_t ino;
+  const layout::EcGeometry* geo;
   const pb::ChunkEntry* chunk;
   uint64_t chunk_offset;
   uint64_t length;
@@ -76,9 +79,11 @@ class EcReader {
   };
   EcReader(DssPool& dss, MdsClient& mds, const Options& options);
 
+  // Reads every extent; those of several files (a FUSE batch of reads of
+  // many files) go together: one BatchRead per DSS for all of them.
   // kStale when every shard of a chunk version the extents name is gone
   // (the caller's map is older than the chunk: fetch it again).
-  Status Read(uint64_t ino, const layout::EcGeometry& g, std::span<const ReadExtent> extents);
+  Status Read(std::span<const ReadExtent> extents);
 
  private:
   struct Job {  // one shard range serving pieces of one extent

@@ -82,9 +82,9 @@ Status EcWriter::WriteOnce(FileState& st, uint64_t index, const DirtyChunk& d, b
     std::vector<ReadExtent> old;
     for (uint64_t r = row0; r <= row1; r++)
       if (!d.ranges.Covers(r * R, (r + 1) * R))
-        old.push_back({&base_entry, r * R, R, rows.data() + (r - row0) * R});
+        old.push_back({st.ino, &g, &base_entry, r * R, R, rows.data() + (r - row0) * R});
     if (!old.empty()) {
-      RUSTFS_RETURN_IF_ERROR(reader_.Read(st.ino, g, old));
+      RUSTFS_RETURN_IF_ERROR(reader_.Read(old));
       rmw_bytes_read_.Add(old.size() * R);
     }
   }

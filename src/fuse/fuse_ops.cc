@@ -72,7 +72,7 @@ void Init(void* userdata, fuse_conn_info* conn) {
   // reads count as background requests: 256 is what the rings hold on two
   // CPUs at the default ring_depth (cold fio QD256, one job: 52-54 K reads/s
   // vs 38-46 K at 128).
-  conn->max_background = 256;
+  conn->max_background = kMaxBackground;
   conn->congestion_threshold = 192;
   if (conn->capable & FUSE_CAP_ASYNC_DIO) conn->want |= FUSE_CAP_ASYNC_DIO;
   // Advisory locks are the MDS's (across mounts), not the kernel's (one

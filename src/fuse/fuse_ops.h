@@ -12,6 +12,10 @@ namespace rustfs::fuse {
 // client::Client* that outlives the session.
 const fuse_lowlevel_ops& Operations();
 
+// The FUSE requests the kernel keeps in flight for asynchronous reads
+// (max_background, set at INIT): the most reads the daemon can hold at once.
+inline constexpr unsigned kMaxBackground = 256;
+
 class ReadBatcher;
 // Reads go to `b` (asynchronous replies) when set; null: each read is
 // served by the FUSE worker that received it. Set before the session loop.

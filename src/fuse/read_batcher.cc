@@ -72,35 +72,39 @@ void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk, client::Client::L
 
 void ReadBatcher::Serve(std::vector<Item>& batch, client::Client::LockWait wait, std::vector<Item>& blocked) {
   // Each inode's reads go together, whichever open file they came through
-  // (several readers of one file: fio jobs, DataLoader workers): one
-  // ReadMany, so one BatchRead per DSS for all of them.
+  // (several readers of one file: fio jobs, DataLoader workers), and all
+  // the inodes' in one ReadFiles: one BatchRead per DSS for the whole
+  // batch, however many files it reads (one round trip per file, served
+  // one after another, held 1,024-file random reads to a sixth of one
+  // file's rate).
   auto inode = [](const Item& it) { return it.file->state.get(); };
   std::stable_sort(batch.begin(), batch.end(),
                    [&](const Item& a, const Item& b) { return inode(a) < inode(b); });
   std::vector<std::unique_ptr<char[]>> bufs;
   std::vector<client::Client::ReadReq> reqs;
+  std::vector<client::Client::FileReads> files;
+  reqs.reserve(batch.size());  // the files' spans point into it
   for (size_t i = 0; i < batch.size();) {
     size_t j = i;
-    bufs.clear();
-    reqs.clear();
     for (; j < batch.size() && inode(batch[j]) == inode(batch[i]); j++) {
       bufs.emplace_back(new char[batch[j].size]);
       reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {},
                       batch[j].file == batch[i].file ? nullptr : batch[j].file});
     }
-    (void)client_.ReadMany(*batch[i].file, reqs, wait);  // each request carries its own status
-    for (size_t k = 0; k < reqs.size(); k++) {
-      const Item& it = batch[i + k];
-      if (reqs[k].status.code() == Code::kWouldBlock && wait == client::Client::LockWait::kNoLockWait) {
-        blocked.push_back(it);
-      } else if (!reqs[k].status.ok()) {
-        LOG_WARN("read at {}+{} failed: {}", it.offset, it.size, reqs[k].status.ToString());
-        fuse_reply_err(it.req, reqs[k].status.ToErrno());
-      } else {
-        fuse_reply_buf(it.req, reqs[k].buf, reqs[k].bytes);
-      }
-    }
+    files.push_back({batch[i].file, std::span(reqs).subspan(i, j - i)});
     i = j;
+  }
+  (void)client_.ReadFiles(files, wait);  // each request carries its own status
+  for (size_t k = 0; k < reqs.size(); k++) {
+    const Item& it = batch[k];
+    if (reqs[k].status.code() == Code::kWouldBlock && wait == client::Client::LockWait::kNoLockWait) {
+      blocked.push_back(it);
+    } else if (!reqs[k].status.ok()) {
+      LOG_WARN("read at {}+{} failed: {}", it.offset, it.size, reqs[k].status.ToString());
+      fuse_reply_err(it.req, reqs[k].status.ToErrno());
+    } else {
+      fuse_reply_buf(it.req, reqs[k].buf, reqs[k].bytes);
+    }
   }
 }
 

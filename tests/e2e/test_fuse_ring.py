@@ -116,3 +116,45 @@ def test_reads_arriving_during_a_batch_start_while_it_waits(tmp_root):
         assert counter(c.stats(), "client", "fuse.reads_served_while_waiting") > before
     finally:
         c.down()
+
+
+def test_reads_of_many_files_in_one_batch_share_each_round_trip(tmp_root):
+    """Random 4 KiB reads of 32 files at depth 64: a batch of reads holds
+    several files' reads, and they reach the DSS together (Client::ReadFiles:
+    one BatchRead per DSS per batch, not one per file, served one after
+    another), and with a server down too. Every block is checked by fio
+    against what it wrote, with the client's cache off so each read goes to
+    the DSS."""
+    c = Cluster(tmp_root, config_edits=[NO_FRAGMENT_CACHE])
+    try:
+        files = 32
+        d = c.path("many")
+        os.mkdir(d)
+        common = [f"--directory={d}", f"--nrfiles={files}", "--filesize=512k", "--filename_format=f$filenum",
+                  "--bs=4k", "--verify=crc32c", "--verify_fatal=1", "--file_service_type=random"]
+        fio(["--name=w", "--rw=randwrite", "--direct=1", "--ioengine=libaio", "--iodepth=16",
+             "--do_verify=0"] + common, c.dir)
+        subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
+        names = ("client.batch_reads", "fuse.read_batches", "fuse.batched_reads")
+        before = {n: counter(c.stats(), "client", n) for n in names}
+        fio(["--name=v", "--rw=randwrite", "--verify_only", "--ioengine=libaio", "--iodepth=64",
+             "--direct=1"] + common, c.dir)
+        after = {n: counter(c.stats(), "client", n) for n in names}
+        rpcs, batches, reads = (after[n] - before[n] for n in names)
+        assert reads >= files * 128  # every block of every file was read back
+        assert reads >= 2 * batches, (reads, batches)  # batches hold several reads
+        # At most one BatchRead per DSS (6) per batch, and one lone read of
+        # a file whose map had to be fetched. One per file per batch would be
+        # more: a batch of n reads of 32 files names ~n(1 - n/64) of them.
+        assert rpcs <= 6 * batches + files, (rpcs, batches, reads)
+        # With a server gone, the batches' reads of every file it held are
+        # rebuilt from the others (each file's by its own geometry): the
+        # same bytes.
+        c.kill("dss-2")
+        subprocess.run(["sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"], check=True)
+        degraded = counter(c.stats(), "client", "client.degraded_read_bytes")
+        fio(["--name=v", "--rw=randwrite", "--verify_only", "--ioengine=libaio", "--iodepth=64",
+             "--direct=1"] + common, c.dir)
+        assert counter(c.stats(), "client", "client.degraded_read_bytes") > degraded
+    finally:
+        c.down()
