@@ -149,6 +149,16 @@ struct rustfs_read_req {
 RUSTFS_API int rustfs_read_batch(rustfs_file* file, struct rustfs_read_req* reqs, size_t n);
 
 /*
+ * rustfs_read_batch over several files: reqs[i] reads files[i] (files of one
+ * client, opened for reading; one file may appear many times). The misses
+ * of every file go together: each DSS gets ONE request for the whole batch,
+ * so reads spread over many files (a shuffled epoch over a folder of
+ * samples) cost one round trip, as reads of one file do. Returns as
+ * rustfs_read_batch; -EINVAL when the files belong to different clients.
+ */
+RUSTFS_API int rustfs_read_batch_files(rustfs_file* const* files, struct rustfs_read_req* reqs, size_t n);
+
+/*
  * Creates the directory at path with permission bits mode (e.g. 0755, no
  * umask; owner = the caller's effective uid/gid). 0, -EEXIST if something
  * has that name, -ENOENT if its parent is missing, or another -errno.

@@ -12,12 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +112,47 @@ bool BadArg(const void* p, const char* what, int* rc) {
   if (p) return false;
   *rc = Fail(EINVAL, std::string(what) + " is NULL");
   return true;
+}
+
+// rustfs_read_batch{,_files}: reqs[i] reads files[i]. The reads of one
+// inode go together (those through its other handles as `via`), all the
+// inodes in one Client::ReadFiles. Runs inside Guard.
+int ReadBatchFiles(rustfs_file* const* files, struct rustfs_read_req* reqs, size_t n) {
+  int rc;
+  if (n && BadArg(reqs, "reqs", &rc)) return rc;
+  for (size_t i = 0; i < n; i++) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    if (BadArg(files[i], ("files" + at).c_str(), &rc)) return rc;
+    if (!files[i]->readable) return Fail(EBADF, "files" + at + ": read on a write-only file");
+    if (files[i]->owner != files[0]->owner) return Fail(EINVAL, "files" + at + " belongs to another client");
+    if (reqs[i].length && !reqs[i].buf) return Fail(EINVAL, "reqs" + at + ".buf is NULL");
+  }
+  // Requests grouped by inode (stable: a file's reads keep their order).
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  auto inode = [&](size_t i) { return files[i]->file->state.get(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return inode(a) < inode(b); });
+  std::vector<Client::ReadReq> batch(n);
+  std::vector<Client::FileReads> groups;
+  for (size_t k = 0; k < n; k++) {
+    const size_t i = order[k];
+    Client::ReadReq& r = batch[k];
+    r.offset = reqs[i].offset;
+    r.length = std::min<size_t>(reqs[i].length, SSIZE_MAX);
+    r.buf = static_cast<char*>(reqs[i].buf);
+    if (groups.empty() || inode(order[k - 1]) != inode(i)) {
+      groups.push_back({files[i]->file.get(), std::span(batch).subspan(k, 1)});
+    } else {
+      groups.back().reqs = std::span(batch).subspan(k - groups.back().reqs.size(), groups.back().reqs.size() + 1);
+      if (files[i]->file.get() != groups.back().file) r.via = files[i]->file.get();
+    }
+  }
+  Status first = n ? files[0]->owner->client->ReadFiles(groups) : Status::Ok();
+  for (size_t k = 0; k < n; k++) {
+    const Client::ReadReq& r = batch[k];
+    reqs[order[k]].result = r.status.ok() ? ssize_t(r.bytes) : -r.status.ToErrno();
+  }
+  return first.ok() ? 0 : Fail(first);
 }
 
 }  // namespace
@@ -256,20 +299,18 @@ int rustfs_submit_access_plan(rustfs_file* file, const struct rustfs_plan_entry*
 int rustfs_read_batch(rustfs_file* file, struct rustfs_read_req* reqs, size_t n) {
   return Guard([&]() -> int {
     int rc;
-    if (BadArg(file, "file", &rc) || (n && BadArg(reqs, "reqs", &rc))) return rc;
+    if (BadArg(file, "file", &rc)) return rc;
     if (!file->readable) return Fail(EBADF, "read on a write-only file");
-    for (size_t i = 0; i < n; i++)
-      if (reqs[i].length && !reqs[i].buf) return Fail(EINVAL, "reqs[" + std::to_string(i) + "].buf is NULL");
-    std::vector<Client::ReadReq> batch(n);
-    for (size_t i = 0; i < n; i++) {
-      batch[i].offset = reqs[i].offset;
-      batch[i].length = std::min<size_t>(reqs[i].length, SSIZE_MAX);
-      batch[i].buf = static_cast<char*>(reqs[i].buf);
-    }
-    Status first = file->owner->client->ReadMany(*file->file, batch);
-    for (size_t i = 0; i < n; i++)
-      reqs[i].result = batch[i].status.ok() ? ssize_t(batch[i].bytes) : -batch[i].status.ToErrno();
-    return first.ok() ? 0 : Fail(first);
+    std::vector<rustfs_file*> files(n, file);
+    return ReadBatchFiles(files.data(), reqs, n);
+  });
+}
+
+int rustfs_read_batch_files(rustfs_file* const* files, struct rustfs_read_req* reqs, size_t n) {
+  return Guard([&]() -> int {
+    int rc;
+    if (n && BadArg(files, "files", &rc)) return rc;
+    return ReadBatchFiles(files, reqs, n);
   });
 }
 

@@ -294,6 +294,8 @@ Status Client::ReadFiles(std::span<FileReads> files, LockWait wait) {
     // taken (a writer) or whose map must be fetched is read alone later.
     std::shared_lock rl(st.mu, std::try_to_lock);
     if (!rl || !hold || !MapFresh(st, offset, len)) {
+      static Counter& alone = GetCounter("client.read_files_alone");
+      alone.Inc();
       if (rl) rl.unlock();
       joined.push_back({&fr, planned, SIZE_MAX});
       continue;

@@ -13,7 +13,7 @@
  *
  * Reads are asynchronous: .queue holds them, .commit hands everything held
  * to a submitter thread pool, and a submitter that comes free takes ALL that
- * is waiting (up to its share of iodepth) as one rustfs_read_batch, so every
+ * is waiting (up to its share of iodepth) as one rustfs_read_batch_files, so every
  * DSS gets one BatchRead for the lot: fio's default of one commit per I/O
  * still ends up as scatter-gather batches, and iodepth reads stay in flight.
  * Writes and syncs complete in .queue: the client buffers writes in memory,
@@ -242,18 +242,14 @@ static void complete_read(struct io_u* io_u, ssize_t result) {
   }
 }
 
-static int by_file(const void* a, const void* b) {
-  const struct fio_file* fa = (*(struct io_u* const*)a)->file;
-  const struct fio_file* fb = (*(struct io_u* const*)b)->file;
-  return fa < fb ? -1 : fa > fb;
-}
-
-/* A submitter: takes what is waiting, reads it as one batch per file. */
+/* A submitter: takes what is waiting, reads it as one batch, whatever files
+ * it spans (a job may have several: nrfiles). */
 static void* submitter(void* arg) {
   struct rfs_data* d = arg;
   struct io_u** batch = calloc(d->batch_max, sizeof *batch);
   struct rustfs_read_req* reqs = calloc(d->batch_max, sizeof *reqs);
-  if (!batch || !reqs) abort(); /* a handful of pointers; nothing to recover */
+  rustfs_file** files = calloc(d->batch_max, sizeof *files);
+  if (!batch || !reqs || !files) abort(); /* a handful of pointers; nothing to recover */
 
   pthread_mutex_lock(&d->mu);
   for (;;) {
@@ -266,21 +262,18 @@ static void* submitter(void* arg) {
     if (d->nwaiting) pthread_cond_signal(&d->work_cv); /* more for another submitter */
     pthread_mutex_unlock(&d->mu);
 
-    /* A job may have several files (nrfiles): one batch for each. */
-    if (n > 1) qsort(batch, n, sizeof *batch, by_file);
-    for (unsigned int s = 0, e; s < n; s = e) {
-      for (e = s; e < n && batch[e]->file == batch[s]->file; e++) {
-        reqs[e - s].offset = batch[e]->offset;
-        reqs[e - s].length = batch[e]->xfer_buflen;
-        reqs[e - s].buf = batch[e]->xfer_buf;
-        reqs[e - s].result = 0;
-      }
-      /* fio reports each failed read's errno; the words are only here. */
-      if (rustfs_read_batch(FILE_ENG_DATA(batch[s]->file), reqs, e - s) < 0 &&
-          !__atomic_exchange_n(&d->error_logged, true, __ATOMIC_RELAXED))
-        log_err("rustfs: read of %s failed: %s\n", batch[s]->file->file_name, rustfs_last_error());
-      for (unsigned int i = s; i < e; i++) complete_read(batch[i], reqs[i - s].result);
+    for (unsigned int i = 0; i < n; i++) {
+      files[i] = FILE_ENG_DATA(batch[i]->file);
+      reqs[i].offset = batch[i]->offset;
+      reqs[i].length = batch[i]->xfer_buflen;
+      reqs[i].buf = batch[i]->xfer_buf;
+      reqs[i].result = 0;
     }
+    /* fio reports each failed read's errno; the words are only here. */
+    if (rustfs_read_batch_files(files, reqs, n) < 0 &&
+        !__atomic_exchange_n(&d->error_logged, true, __ATOMIC_RELAXED))
+      log_err("rustfs: read failed: %s\n", rustfs_last_error());
+    for (unsigned int i = 0; i < n; i++) complete_read(batch[i], reqs[i].result);
 
     pthread_mutex_lock(&d->mu);
     memcpy(d->done + d->ndone, batch, n * sizeof *batch);
@@ -290,6 +283,7 @@ static void* submitter(void* arg) {
   pthread_mutex_unlock(&d->mu);
   free(batch);
   free(reqs);
+  free(files);
   return NULL;
 }
 

@@ -90,6 +90,47 @@ int main(int argc, char** argv) {
     CHECK(reqs[i].result == want);
     CHECK(memcmp(reqs[i].buf, data + reqs[i].offset, (size_t)want) == 0);
   }
+  /* One batch over several files: capi.bin and another file through two
+   * handles; every read checked against its own file's bytes. */
+  enum { kSize2 = (1 << 20) + 7 };
+  rustfs_file *w2 = NULL, *g1 = NULL, *g2 = NULL;
+  CHECK(rustfs_open(c, "/capi2.bin", O_WRONLY | O_CREAT | O_EXCL, 0644, &w2) == 0);
+  for (uint64_t i = 0; i < kSize2; i++) buf[i] = expected(i) ^ 0x5a;
+  CHECK(rustfs_pwrite(w2, buf, kSize2, 0) == kSize2 && rustfs_close(w2) == 0);
+  CHECK(rustfs_open(c, "/capi2.bin", O_RDONLY, 0, &g1) == 0 && rustfs_open(c, "/capi2.bin", O_RDONLY, 0, &g2) == 0);
+  rustfs_file* files[kReqs];
+  for (int i = 0; i < kReqs; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    files[i] = i % 3 == 0 ? f : i % 3 == 1 ? g1 : g2;
+    const uint64_t size = files[i] == f ? kSize : kSize2;
+    reqs[i].offset = (x >> 20) % (size - 4096);
+    reqs[i].length = 4096;
+    reqs[i].result = -1;
+  }
+  reqs[kReqs - 1].offset = kSize2 - 5; /* the last: short, at the end of capi2.bin */
+  files[kReqs - 1] = g2;
+  CHECK(rustfs_read_batch_files(files, reqs, kReqs) == 0);
+  for (int i = 0; i < kReqs; i++) {
+    ssize_t want = i == kReqs - 1 ? 5 : 4096;
+    CHECK(reqs[i].result == want);
+    for (ssize_t b = 0; b < want; b++) {
+      const uint64_t off = reqs[i].offset + (uint64_t)b;
+      CHECK(((unsigned char*)reqs[i].buf)[b] == (files[i] == f ? data[off] : (unsigned char)(expected(off) ^ 0x5a)));
+    }
+  }
+  rustfs_file* wo = NULL;
+  CHECK(rustfs_open(c, "/capi2.bin", O_WRONLY, 0, &wo) == 0);
+  files[1] = wo;
+  CHECK(rustfs_read_batch_files(files, reqs, kReqs) == -EBADF); /* a write-only handle among them */
+  rustfs_client* c2 = NULL;
+  rustfs_file* other = NULL;
+  CHECK(rustfs_connect(argv[1], &c2) == 0 && rustfs_open(c2, "/capi2.bin", O_RDONLY, 0, &other) == 0);
+  files[1] = other;
+  CHECK(rustfs_read_batch_files(files, reqs, kReqs) == -EINVAL); /* another client's file */
+  CHECK(rustfs_close(other) == 0 && rustfs_close(wo) == 0 && rustfs_close(g1) == 0 && rustfs_close(g2) == 0);
+  rustfs_disconnect(c2);
+  CHECK(rustfs_unlink(c, "/capi2.bin") == 0);
+
   CHECK(rustfs_pwrite(f, data, 1, 0) == -EBADF); /* read-only handle */
   CHECK(rustfs_close(f) == 0);
 

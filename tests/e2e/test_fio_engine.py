@@ -144,3 +144,23 @@ def test_fio_randread_iodepth_32_batches_reads(shared_cluster, tmp_path):
     assert rpcs * 2 < reads, f"{rpcs} BatchRead RPCs for {reads} reads"
     # Healthy cluster: no degraded read except where a slow reply was hedged.
     assert c.get("client.reconstructions", 0) <= c.get("client.hedged_reads", 0)
+
+
+@needs_engine
+def test_fio_reads_of_many_files_go_together(shared_cluster, tmp_path):
+    """A job over 8 files (nrfiles): the engine hands each batch to
+    rustfs_read_batch_files, so a batch costs at most one BatchRead per DSS
+    whatever files it spans (one rustfs_read_batch per file cost ~3 per
+    file). Every block is verified against what the same job wrote."""
+    common = ["--nrfiles=8", "--filesize=8m", "--size=64m", "--filename_format=/fio/many.$filenum",
+              "--file_service_type=random", "--rw=randwrite", "--verify=crc32c", "--verify_fatal=1"]
+    fio_engine(shared_cluster, "mw", ["--iodepth=16", "--do_verify=0"] + common)
+    stats = tmp_path / "stats.json"
+    job = fio_engine(shared_cluster, "mv", ["--verify_only", "--iodepth=32", "--iodepth_batch_submit=32",
+                                            "--iodepth_batch_complete_min=32", "--rustfs_threads=1",
+                                            f"--rustfs_stats={stats}"] + common)
+    assert job["read"]["total_ios"] == 64 * MiB // 4096
+    c = json.loads(stats.read_text().splitlines()[-1])
+    reads, rpcs = c["client.app_reads"], c["client.batch_reads"]
+    assert reads >= 64 * MiB // 4096
+    assert rpcs * 2 < reads, f"{rpcs} BatchRead RPCs for {reads} reads"
