@@ -300,19 +300,7 @@ Status EcReader::Read(std::span<const ReadExtent> extents) {
   }
   may_start_other_reads.Close();  // the repair's waits hold more than the map lock
   if (failed.empty()) return Status::Ok();
-  // Each file's failed jobs are repaired together (its geometry decides how).
-  std::stable_sort(failed.begin(), failed.end(),
-                   [](const Failed& a, const Failed& b) { return a.job->extent->ino < b.job->extent->ino; });
-  Status first = Status::Ok();
-  for (size_t i = 0; i < failed.size();) {
-    size_t j = i;
-    while (j < failed.size() && failed[j].job->extent->ino == failed[i].job->extent->ino) j++;
-    std::vector<Failed> one(failed.begin() + ptrdiff_t(i), failed.begin() + ptrdiff_t(j));
-    const ReadExtent& e = *failed[i].job->extent;
-    if (Status s = Repair(e.ino, *e.geo, one); !s.ok() && first.ok()) first = s;
-    i = j;
-  }
-  return first;
+  return Repair(failed);
 }
 
 }  // namespace rustfs::client

@@ -99,10 +99,13 @@ class EcReader {
   };
 
   // --- repair (ec_reader_repair.cc) ---
-  Status Repair(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed);
-  // EC: rebuilds every job from K other shards, all fetched together;
-  // jobs whose batched sources fail go on to Degraded one by one.
-  Status RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed);
+  // Serves the failed jobs (of any files) another way, each by its own
+  // file's geometry.
+  Status Repair(const std::vector<Failed>& failed);
+  // EC: rebuilds every job from K other shards, all fetched together
+  // (whatever files they belong to); jobs whose batched sources fail go on
+  // to Degraded one by one.
+  Status RepairEcBatch(const std::vector<Failed>& failed);
   // Serves a job whose shard read failed with `first_failure`.
   Status Degraded(uint64_t ino, const layout::EcGeometry& g, const Job& job,
                   std::vector<bool>& bad, const Status& first_failure, bool own_shard_slow);

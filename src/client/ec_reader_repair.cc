@@ -66,17 +66,24 @@ void EcReader::ReportBad(uint64_t ino, const pb::ChunkEntry& c, uint32_t shard, 
   (void)mds_.CallStatus(pb::M_REPORT_BAD_SHARD, req);
 }
 
-Status EcReader::Repair(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed) {
+Status EcReader::Repair(const std::vector<Failed>& failed) {
+  std::vector<Failed> ec;  // erasure-coded jobs: rebuilt together when there are several
   for (const Failed& f : failed) {
-    if (f.why.code() == Code::kCorruption) ReportBad(ino, *f.job->extent->chunk, f.job->read.shard, f.why);
+    const ReadExtent& e = *f.job->extent;
+    if (f.why.code() == Code::kCorruption) ReportBad(e.ino, *e.chunk, f.job->read.shard, f.why);
     if (f.why.code() == Code::kInvalidArgument) return f.why;  // our bug, not a failure to repair
+    if (!e.geo->replicated) ec.push_back(f);
   }
-  if (!g.replicated && failed.size() > 1) return RepairEcBatch(ino, g, failed);
+  const bool batched = ec.size() > 1;
+  if (batched) RUSTFS_RETURN_IF_ERROR(RepairEcBatch(ec));
   for (const Failed& f : failed) {
+    const ReadExtent& e = *f.job->extent;
+    const layout::EcGeometry& g = *e.geo;
+    if (!g.replicated && batched) continue;
     std::vector<bool> bad(g.k + g.m, false);
     bad[f.job->read.shard] = true;
-    RUSTFS_RETURN_IF_ERROR(g.replicated ? FromReplica(ino, g, *f.job, bad, f.why)
-                                        : Degraded(ino, g, *f.job, bad, f.why, f.slow));
+    RUSTFS_RETURN_IF_ERROR(g.replicated ? FromReplica(e.ino, g, *f.job, bad, f.why)
+                                        : Degraded(e.ino, g, *f.job, bad, f.why, f.slow));
   }
   return Status::Ok();
 }
@@ -96,9 +103,8 @@ Status EcReader::Rebuild(const layout::EcGeometry& g, const std::vector<const ui
 // server): each needs the same range of K other shards of its chunk, and
 // all of those travel as one BatchRead per DSS, so N pieces cost K round
 // trips in parallel, not N x K.
-Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::vector<Failed>& failed) {
+Status EcReader::RepairEcBatch(const std::vector<Failed>& failed) {
   constexpr uint64_t kBlock = Config::kChecksumBlock;
-  const uint32_t n = g.k + g.m;
   struct Work {
     const Failed* f;
     uint64_t off = 0, len = 0;       // the 4 KiB-aligned shard range to rebuild
@@ -116,6 +122,8 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
     Work& w = work[i];
     const Job& job = *failed[i].job;
     const pb::ChunkEntry& c = *job.extent->chunk;
+    const layout::EcGeometry& g = *job.extent->geo;
+    const uint32_t n = g.k + g.m;
     w.f = &failed[i];
     w.off = job.read.shard_offset / kBlock * kBlock;
     w.len = std::min((job.read.shard_offset + job.read.length + kBlock - 1) / kBlock * kBlock,
@@ -129,7 +137,7 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
       if (s == job.read.shard || dss_.IsDown(c.dss(s))) continue;
       auto& [req, segs] = per_dss[c.dss(s)];
       auto* r = req.add_reads();
-      *r->mutable_key() = MakeShardKey(ino, c, s);
+      *r->mutable_key() = MakeShardKey(job.extent->ino, c, s);
       r->set_offset(w.off);
       r->set_length(w.len);
       segs.push_back({i, s});
@@ -160,7 +168,7 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
         w.ok = false;
         w.bad[s] = true;
         if (whole && rep->results(int(k)).code() == net::ToWire(Code::kCorruption))
-          ReportBad(ino, *w.f->job->extent->chunk, s, Corruption(rep->results(int(k)).error()));
+          ReportBad(w.f->job->extent->ino, *w.f->job->extent->chunk, s, Corruption(rep->results(int(k)).error()));
         continue;
       }
       w.bufs[s].assign(r->payload.data() + pos, w.len);
@@ -171,8 +179,10 @@ Status EcReader::RepairEcBatch(uint64_t ino, const layout::EcGeometry& g, std::v
   degraded_batches_.Inc();
   for (Work& w : work) {
     const Job& job = *w.f->job;
+    const layout::EcGeometry& g = *job.extent->geo;
+    const uint32_t n = g.k + g.m;
     if (!w.ok) {  // one by one, from whichever shards still answer
-      RUSTFS_RETURN_IF_ERROR(Degraded(ino, g, job, w.bad, w.f->why, w.f->slow));
+      RUSTFS_RETURN_IF_ERROR(Degraded(job.extent->ino, g, job, w.bad, w.f->why, w.f->slow));
       continue;
     }
     std::vector<const uint8_t*> srcs(n, nullptr);
