@@ -114,9 +114,8 @@ bool BadArg(const void* p, const char* what, int* rc) {
   return true;
 }
 
-// rustfs_read_batch{,_files}: reqs[i] reads files[i]. The reads of one
-// inode go together (those through its other handles as `via`), all the
-// inodes in one Client::ReadFiles. Runs inside Guard.
+// rustfs_read_batch{,_files}: reqs[i] reads files[i], all in one
+// Client::ReadFiles. Runs inside Guard.
 int ReadBatchFiles(rustfs_file* const* files, struct rustfs_read_req* reqs, size_t n) {
   int rc;
   if (n && BadArg(reqs, "reqs", &rc)) return rc;
@@ -127,30 +126,18 @@ int ReadBatchFiles(rustfs_file* const* files, struct rustfs_read_req* reqs, size
     if (files[i]->owner != files[0]->owner) return Fail(EINVAL, "files" + at + " belongs to another client");
     if (reqs[i].length && !reqs[i].buf) return Fail(EINVAL, "reqs" + at + ".buf is NULL");
   }
-  // Requests grouped by inode (stable: a file's reads keep their order).
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; i++) order[i] = i;
-  auto inode = [&](size_t i) { return files[i]->file->state.get(); };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return inode(a) < inode(b); });
   std::vector<Client::ReadReq> batch(n);
-  std::vector<Client::FileReads> groups;
-  for (size_t k = 0; k < n; k++) {
-    const size_t i = order[k];
-    Client::ReadReq& r = batch[k];
+  for (size_t i = 0; i < n; i++) {
+    Client::ReadReq& r = batch[i];
     r.offset = reqs[i].offset;
     r.length = std::min<size_t>(reqs[i].length, SSIZE_MAX);
     r.buf = static_cast<char*>(reqs[i].buf);
-    if (groups.empty() || inode(order[k - 1]) != inode(i)) {
-      groups.push_back({files[i]->file.get(), std::span(batch).subspan(k, 1)});
-    } else {
-      groups.back().reqs = std::span(batch).subspan(k - groups.back().reqs.size(), groups.back().reqs.size() + 1);
-      if (files[i]->file.get() != groups.back().file) r.via = files[i]->file.get();
-    }
+    r.via = files[i]->file.get();
   }
-  Status first = n ? files[0]->owner->client->ReadFiles(groups) : Status::Ok();
-  for (size_t k = 0; k < n; k++) {
-    const Client::ReadReq& r = batch[k];
-    reqs[order[k]].result = r.status.ok() ? ssize_t(r.bytes) : -r.status.ToErrno();
+  Status first = n ? files[0]->owner->client->ReadFiles(batch) : Status::Ok();
+  for (size_t i = 0; i < n; i++) {
+    const Client::ReadReq& r = batch[i];
+    reqs[i].result = r.status.ok() ? ssize_t(r.bytes) : -r.status.ToErrno();
   }
   return first.ok() ? 0 : Fail(first);
 }

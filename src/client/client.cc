@@ -5,9 +5,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <numeric>
 #include <thread>
 
 #include "common/clock.h"
@@ -265,8 +267,40 @@ Status Client::ReadManyAttempts(OpenFile& f, std::span<ReadReq> reqs, bool plann
   }
 }
 
-Status Client::ReadFiles(std::span<FileReads> files, LockWait wait) {
-  if (files.size() == 1) return ReadMany(*files[0].file, files[0].reqs, wait);
+Status Client::ReadFiles(std::span<ReadReq> reqs, LockWait wait) {
+  if (std::any_of(reqs.begin(), reqs.end(), [](const ReadReq& r) { return r.via == nullptr; })) {
+    Status bad = InvalidArgument("ReadFiles: a request names no open file");
+    for (ReadReq& r : reqs) r.status = bad, r.bytes = 0;
+    return bad;
+  }
+  auto inode = [&](size_t i) { return reqs[i].via->state.get(); };
+  size_t i = 1;
+  while (i < reqs.size() && inode(i) == inode(0)) i++;
+  // One inode (a single reader's batch, the common case): as is, no copy.
+  if (i == reqs.size()) return reqs.empty() ? Status::Ok() : ReadMany(*reqs[0].via, reqs, wait);
+  // Grouped by inode, stable (a file's reads keep their order); the
+  // outcomes go back to the caller's requests afterwards.
+  std::vector<size_t> order(reqs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return inode(a) < inode(b); });
+  std::vector<ReadReq> sorted(reqs.size());
+  for (size_t k = 0; k < order.size(); k++) sorted[k] = reqs[order[k]];
+  std::vector<FileReads> files;
+  for (size_t k = 0; k < sorted.size();) {
+    size_t j = k + 1;
+    while (j < sorted.size() && sorted[j].via->state == sorted[k].via->state) j++;
+    files.push_back({sorted[k].via, std::span(sorted).subspan(k, j - k)});
+    k = j;
+  }
+  const Status first_error = JointRead(files, wait);
+  for (size_t k = 0; k < order.size(); k++) {
+    reqs[order[k]].status = std::move(sorted[k].status);
+    reqs[order[k]].bytes = sorted[k].bytes;
+  }
+  return first_error;
+}
+
+Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
   Status first_error = Status::Ok();
   auto note = [&](const Status& s) {
     if (!s.ok() && first_error.ok()) first_error = s;

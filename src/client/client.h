@@ -186,19 +186,18 @@ class Client {
   // ordinary way.
   enum class LockWait { kMayBlock, kNoLockWait };
   Status ReadMany(OpenFile& f, std::span<ReadReq> reqs, LockWait wait = LockWait::kMayBlock);
-  // The reads of one file, for ReadFiles: ReadMany's arguments.
-  struct FileReads {
-    OpenFile* file;
-    std::span<ReadReq> reqs;
-  };
-  // ReadMany for each of several files (distinct inodes), their misses
-  // fetched together: one BatchRead per DSS for all the files (a FUSE
-  // batch of reads of many files costs one round trip, not one per file).
-  // A file joins only if its map lock is free and its map fresh (so no
-  // thread waits for one file's lock while holding another's); the others,
-  // and those whose joint read failed, are then served one by one through
-  // ReadMany. Statuses as ReadMany's; returns the first error.
-  Status ReadFiles(std::span<FileReads> files, LockWait wait = LockWait::kMayBlock);
+  // Reads of any of this client's open files, each request naming the one
+  // it reads in `via` (required here): the reads of one inode go together
+  // as in ReadMany (whichever of its handles they came through, in their
+  // order), and the misses of all the inodes are fetched together: one
+  // BatchRead per DSS for all the files (a FUSE batch of reads of many
+  // files costs one round trip, not one per file). An inode joins only if
+  // its map lock is free and its map fresh (so no thread waits for one
+  // file's lock while holding another's); the others, and those whose
+  // joint read failed, are then served one by one as ReadMany serves them.
+  // Statuses as ReadMany's (a request without `via`: InvalidArgument);
+  // returns the first error.
+  Status ReadFiles(std::span<ReadReq> reqs, LockWait wait = LockWait::kMayBlock);
   Status Write(OpenFile& f, uint64_t offset, const char* data, size_t len);
   // fallocate(2): mode 0 or FALLOC_FL_KEEP_SIZE (space is not reserved:
   // holes read as zeros and take no room), FALLOC_FL_PUNCH_HOLE |
@@ -295,6 +294,13 @@ class Client {
   // ReadMany after its checks: attempts until the map is not stale.
   // counted: the reads were counted already (a retry of ReadFiles').
   Status ReadManyAttempts(OpenFile& f, std::span<ReadReq> reqs, bool planned, LockWait wait, bool counted);
+  // The reads of one inode, for JointRead; file: one of its handles.
+  struct FileReads {
+    OpenFile* file;
+    std::span<ReadReq> reqs;
+  };
+  // ReadFiles once its requests are grouped by inode (distinct inodes).
+  Status JointRead(std::span<FileReads> files, LockWait wait);
   // Whether reqs (ReadMany's) all came through open files of f's inode;
   // if not, fails every request.
   static Status CheckVia(OpenFile& f, std::span<ReadReq> reqs);

@@ -71,30 +71,18 @@ void ReadBatcher::LeadLocked(std::unique_lock<std::mutex>& lk, client::Client::L
 }
 
 void ReadBatcher::Serve(std::vector<Item>& batch, client::Client::LockWait wait, std::vector<Item>& blocked) {
-  // Each inode's reads go together, whichever open file they came through
-  // (several readers of one file: fio jobs, DataLoader workers), and all
-  // the inodes' in one ReadFiles: one BatchRead per DSS for the whole
-  // batch, however many files it reads (one round trip per file, served
-  // one after another, held 1,024-file random reads to a sixth of one
-  // file's rate).
-  auto inode = [](const Item& it) { return it.file->state.get(); };
-  std::stable_sort(batch.begin(), batch.end(),
-                   [&](const Item& a, const Item& b) { return inode(a) < inode(b); });
+  // All in one ReadFiles, whichever files they read: one BatchRead per DSS
+  // for the whole batch (one round trip per file, served one after
+  // another, held 1,024-file random reads to a sixth of one file's rate).
   std::vector<std::unique_ptr<char[]>> bufs;
   std::vector<client::Client::ReadReq> reqs;
-  std::vector<client::Client::FileReads> files;
-  reqs.reserve(batch.size());  // the files' spans point into it
-  for (size_t i = 0; i < batch.size();) {
-    size_t j = i;
-    for (; j < batch.size() && inode(batch[j]) == inode(batch[i]); j++) {
-      bufs.emplace_back(new char[batch[j].size]);
-      reqs.push_back({batch[j].offset, batch[j].size, bufs.back().get(), 0, {},
-                      batch[j].file == batch[i].file ? nullptr : batch[j].file});
-    }
-    files.push_back({batch[i].file, std::span(reqs).subspan(i, j - i)});
-    i = j;
+  bufs.reserve(batch.size());
+  reqs.reserve(batch.size());
+  for (const Item& it : batch) {
+    bufs.emplace_back(new char[it.size]);
+    reqs.push_back({it.offset, it.size, bufs.back().get(), 0, {}, it.file});
   }
-  (void)client_.ReadFiles(files, wait);  // each request carries its own status
+  (void)client_.ReadFiles(reqs, wait);  // each request carries its own status
   for (size_t k = 0; k < reqs.size(); k++) {
     const Item& it = batch[k];
     if (reqs[k].status.code() == Code::kWouldBlock && wait == client::Client::LockWait::kNoLockWait) {
