@@ -250,12 +250,10 @@ int CachedRead(const std::string& config_path, const CachedReadOpts& o) {
   auto c = Connect(config_path, &cfg);
   const uint64_t npages = size / kPage;
 
-  // Cache fit: each grain is charged its bytes, its padding (its pages
-  // start aligned) and the cache's bookkeeping; each shard holds an equal
-  // share of the capacity.
+  // Cache fit: each grain is charged its bytes and the cache's
+  // bookkeeping; each shard holds an equal share of the capacity.
   const uint64_t grain = cfg.fragment_cache.grain_size;
-  const uint64_t charged = (size / grain + 1) * (grain + cache::FragmentCache::kAlign - 1 +
-                                                 cache::ShardedCache<uint64_t>::kEntryOverheadBytes);
+  const uint64_t charged = (size / grain + 1) * (grain + cache::ShardedCache<uint64_t>::kEntryOverheadBytes);
   printf("fragment cache: %s, capacity %s, grain %s, policy %s; data set %s (~%s charged)\n",
          cfg.fragment_cache.enabled ? "enabled" : "DISABLED",
          FormatByteSize(cfg.fragment_cache.capacity).c_str(), FormatByteSize(grain).c_str(),

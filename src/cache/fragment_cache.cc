@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/uninit.h"
 
 namespace rustfs::cache {
 
@@ -38,30 +37,9 @@ Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::Fragm
       new FragmentCache(cfg.grain_size, std::move(*freq), std::move(*stream), metrics));
 }
 
-// A value is its pages packed in page order, from the first byte of its
-// buffer that is 64-byte aligned: a copy out of a page that straddles cache
-// lines on every vector load runs at half speed. Where the pages start is a
-// function of the buffer's address alone, and which pages a value holds is
-// its ShardedCache tag (the page mask), so a hit finds its page without
-// reading anything of the value but that page.
-size_t FragmentCache::PadBytes(const char* data) {
-  const auto at = reinterpret_cast<uintptr_t>(data);
-  return ((at + kAlign - 1) & ~uintptr_t(kAlign - 1)) - at;
-}
-
 const char* FragmentCache::PageOf(const char* data, uint64_t mask, uint32_t page) {
   const uint64_t below = mask & ((uint64_t(1) << page) - 1);
-  return data + PadBytes(data) + std::popcount(below) * kPage;
-}
-
-std::shared_ptr<std::string> FragmentCache::NewValue(uint64_t mask) {
-  auto v = std::make_shared<std::string>();
-  const size_t pages = std::popcount(mask) * kPage;  // filled by the caller
-  ResizeUninitialized(*v, kAlign - 1 + pages);  // room for any alignment
-  const size_t pad = PadBytes(v->data());
-  v->resize(pad + pages);  // shrinking keeps the buffer, so PadBytes still holds
-  std::memset(v->data(), 0, pad);
-  return v;
+  return data + std::popcount(below) * kPage;
 }
 
 template <class OnPages>
@@ -148,8 +126,13 @@ void FragmentCache::Insert(const ObjectId& ino, uint64_t offset, std::string_vie
     for (uint64_t p = std::max(offset, g * grain_); p < std::min(end, (g + 1) * grain_); p += kPage)
       add_mask |= uint64_t(1) << ((p - g * grain_) / kPage);
     uint64_t mask = old_mask | add_mask;  // pages given here replace cached ones
-    auto v = NewValue(mask);
-    char* out = v->data() + PadBytes(v->data());
+    auto v = PageArena::Make(arena_, uint32_t(std::popcount(mask)));
+    if (!v) {  // no memory for it: the cache is advice, but no older copy of these pages may stay
+      cache.Erase({ino, g});
+      other.Erase({ino, g});
+      continue;
+    }
+    char* out = v->data();
     for (uint32_t page = 0; page < 64; page++) {
       if (!(mask >> page & 1)) continue;
       uint64_t p = g * grain_ + page * kPage;

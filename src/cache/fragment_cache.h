@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/page_arena.h"
 #include "cache/sharded_cache.h"
 #include "common/config.h"
 
@@ -37,11 +38,7 @@ struct ObjectId {
 
 class FragmentCache {
  public:
-  static constexpr uint64_t kPage = 4096;  // bytes; cache and checksum granularity
-  // A grain's pages start at the first kAlign-aligned byte of its value's
-  // buffer (see PadBytes below), so a value is charged up to kAlign - 1
-  // bytes of padding.
-  static constexpr size_t kAlign = 64;  // bytes
+  static constexpr uint64_t kPage = PageArena::kPage;  // bytes; cache and checksum granularity
 
   // grain_size: a power of two from 4 KiB to 256 KiB (64 pages).
   // `metrics` prefixes the per-tier counters ("client.fragment_cache").
@@ -93,11 +90,13 @@ class FragmentCache {
              (k.ino.c * 0x165667B19E3779F9ull) ^ k.grain;
     }
   };
-  using Cache = cache::ShardedCache<Key, KeyHash>;
+  // Values are a grain's pages in the arena (on huge pages; see page_arena.h).
+  using Cache = cache::ShardedCache<Key, KeyHash, std::equal_to<Key>, PageArena::Bytes>;
 
   FragmentCache(uint64_t grain, std::unique_ptr<Cache> freq, std::unique_ptr<Cache> stream,
                 const std::string& metrics)
       : grain_(grain),
+        arena_(std::make_shared<PageArena>()),
         tiers_{std::move(freq), std::move(stream)},
         page_hits_(GetCounter(metrics + ".cache_page_hits")),
         page_misses_(GetCounter(metrics + ".cache_page_misses")) {}
@@ -115,18 +114,18 @@ class FragmentCache {
     return upto & ~((uint64_t(1) << first_page) - 1);
   }
 
-  // A grain's value: its cached pages packed in page order, from the first
-  // 64-byte aligned byte of its buffer (see PadBytes). Which pages it holds
-  // (a bitmap) is kept in one place: the ShardedCache tag it is inserted
-  // with.
-  static size_t PadBytes(const char* data);
-  // A value with room for mask's pages: its padding zeroed, the pages left
-  // for the caller to fill, every one of them.
-  static std::shared_ptr<std::string> NewValue(uint64_t mask);
+  // A grain's value: its cached pages packed in page order (page-aligned:
+  // a copy out of a page that straddles cache lines runs at half speed).
+  // Which pages it holds (a bitmap) is kept in one place: the ShardedCache
+  // tag it is inserted with, so a hit finds its page without reading
+  // anything of the value but that page.
   // Page `page` (which `mask` has) of the value whose bytes start at `data`.
   static const char* PageOf(const char* data, uint64_t mask, uint32_t page);
 
   const uint64_t grain_;
+  // Where the values of both tiers live; each value holds it too, so it
+  // outlives a value a reader still holds.
+  std::shared_ptr<PageArena> arena_;
   std::unique_ptr<Cache> tiers_[2];
   // Per page over both tiers: the hit rate users ask for (each tier's own
   // counters count its lookups, and a page found in one tier is a lookup

@@ -2,7 +2,8 @@
 // the client fragment cache and the DSS hot-fragment tier (LLD-002 §3.1,
 // §3.2). Keys are e.g. (inode, grain); values are the grain's bytes.
 //
-// Values are std::shared_ptr<const std::string>: a reader gets the pointer,
+// Values are std::shared_ptr<const Value> (Value: std::string, or any type
+// with data() and size(), e.g. PageArena::Bytes): a reader gets the pointer,
 // not a copy, and the bytes stay valid for as long as the reader holds it,
 // even after the entry is evicted or erased (the cache just drops its
 // reference). The cache never mutates a value.
@@ -43,13 +44,13 @@
 
 namespace rustfs::cache {
 
-template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
+template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>, class Value = std::string>
 class ShardedCache {
  public:
   // Bytes charged per entry on top of the value's size, an estimate of the
   // bookkeeping each entry costs: the shard map node (key, hash, value
   // pointer), the policy's list node and index node, and the value's
-  // shared_ptr control block and std::string header. Charging it keeps a
+  // shared_ptr control block and the value object. Charging it keeps a
   // cache of many tiny values from using far more memory than configured.
   static constexpr uint64_t kEntryOverheadBytes = 192;
 
@@ -91,8 +92,8 @@ class ShardedCache {
 
   // The value cached for `key`, or nullptr. Records the access (hit or miss)
   // in the policy, so call it once per logical read.
-  std::shared_ptr<const std::string> Lookup(const Key& key) {
-    std::shared_ptr<const std::string> found;
+  std::shared_ptr<const Value> Lookup(const Key& key) {
+    std::shared_ptr<const Value> found;
     LookupEntry(key, [&](const Entry& e) { found = e.value; });
     return found;
   }
@@ -116,7 +117,7 @@ class ShardedCache {
   // is cached, or merges into the current value before an Insert, does not
   // make a key look read more often than it was (W-TinyLFU admits by how
   // often keys are read) nor skew the hit rate.
-  std::shared_ptr<const std::string> Peek(const Key& key, uint64_t* tag = nullptr) const {
+  std::shared_ptr<const Value> Peek(const Key& key, uint64_t* tag = nullptr) const {
     const uint64_t h = HashOf(key);
     const Shard& s = ShardFor(h);
     std::lock_guard lock(s.mu);
@@ -132,12 +133,12 @@ class ShardedCache {
   // is resident afterwards: the policy may reject it (W-TinyLFU admission,
   // or a charge above the shard's capacity). A null value is ignored
   // (returns false).
-  bool Insert(const Key& key, std::shared_ptr<const std::string> value, uint64_t tag = 0) {
+  bool Insert(const Key& key, std::shared_ptr<const Value> value, uint64_t tag = 0) {
     if (value == nullptr) return false;
     const uint64_t h = HashOf(key);
     const uint64_t charge = value->size() + kEntryOverheadBytes;
     Shard& s = ShardFor(h);
-    std::vector<std::shared_ptr<const std::string>> dropped;  // freed after unlocking
+    std::vector<std::shared_ptr<const Value>> dropped;  // freed after unlocking
     bool resident;
     {
       std::lock_guard lock(s.mu);
@@ -155,7 +156,7 @@ class ShardedCache {
           dropped.push_back(std::move(it->second.value));
           it->second.key = key;  // a hash collision replaces the other key
         }
-        it->second.bytes = *value;  // the value is immutable: its bytes stay put
+        it->second.bytes = {value->data(), value->size()};  // the value is immutable: its bytes stay put
         it->second.tag = tag;
         it->second.value = std::move(value);
       }
@@ -168,7 +169,7 @@ class ShardedCache {
   bool Erase(const Key& key) {
     const uint64_t h = HashOf(key);
     Shard& s = ShardFor(h);
-    std::shared_ptr<const std::string> dropped;
+    std::shared_ptr<const Value> dropped;
     std::lock_guard lock(s.mu);
     auto it = s.map.find(h);
     if (it == s.map.end() || !equal_(it->second.key, key)) return false;
@@ -189,7 +190,7 @@ class ShardedCache {
     size_t erased = 0;
     for (uint32_t i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
-      std::vector<std::shared_ptr<const std::string>> dropped;
+      std::vector<std::shared_ptr<const Value>> dropped;
       std::lock_guard lock(s.mu);
       for (auto it = s.map.begin(); it != s.map.end();) {
         if (pred(std::as_const(it->second.key))) {
@@ -232,7 +233,7 @@ class ShardedCache {
     Key key;
     std::string_view bytes{};  // *value, read without touching value
     uint64_t tag = 0;          // Insert's tag
-    std::shared_ptr<const std::string> value{};
+    std::shared_ptr<const Value> value{};
   };
 
   // Cache-line aligned so that shards locked by different threads do not
