@@ -345,12 +345,13 @@ Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
     if (j.first != SIZE_MAX && fetched.ok()) FinishReads(*j.fr->file, j.fr->reqs, through.data() + j.first);
   locks.clear();
   // What could not join, and (rarely) what a failed joint read touched:
-  // one file at a time, as ReadMany serves it (a stale map is fetched
-  // again there).
+  // one file at a time, as ReadMany serves it. A kStale names no file: the
+  // one whose map is old finds out on its own read and fetches its map
+  // there (marking every joined file stale would cost an MDS call per file
+  // of the batch for one overwrite).
   for (const Joined& j : joined) {
     const bool was_alone = j.first == SIZE_MAX;
     if (!was_alone && fetched.ok()) continue;
-    if (!was_alone && fetched.code() == Code::kStale) j.fr->file->state->map_stale = true;
     note(ReadManyAttempts(*j.fr->file, j.fr->reqs, j.planned, wait, /*counted=*/!was_alone));
   }
   return first_error;
