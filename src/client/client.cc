@@ -340,7 +340,8 @@ Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
     owner.resize(through.size(), &st);
     PrepareReads(*fr.file, st, fr.reqs, /*first=*/true, planned, through.data() + joined.back().first);
   }
-  const Status fetched = ReadThroughCache(owner, through, revoke_seq_.load());
+  const Status fetched =
+      ReadThroughCache([&](size_t i) -> FileState& { return *owner[i]; }, through, revoke_seq_.load());
   for (const Joined& j : joined)
     if (j.first != SIZE_MAX && fetched.ok()) FinishReads(*j.fr->file, j.fr->reqs, through.data() + j.first);
   locks.clear();
@@ -376,8 +377,7 @@ Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bo
   std::span<ThroughRead> through = reqs.size() > 1 ? std::span(many) : std::span(&one, 1);
   PrepareReads(f, st, reqs, first, planned, through.data());
   const uint64_t seq = revoke_seq_.load();
-  FileState* const file = &st;
-  Status fetched = ReadThroughCache(std::span(&file, 1), through, seq);
+  Status fetched = ReadThroughCache([&](size_t) -> FileState& { return st; }, through, seq);
   FinishReads(f, reqs, through.data());
   return fetched;
 }
@@ -447,15 +447,15 @@ void Client::AppendExtents(FileState& st, uint64_t offset, uint64_t len, char* b
 // one): the misses of all of them in one reader call, in whole 4 KiB pages
 // (the DSS reads and checks whole pages anyway, so caching them costs no
 // extra disk bytes). What is fetched is cached only if no revocation came
-// in since `seq` was read (the bytes may predate it). files: each read's
-// file, or one file for all. Caller holds their st.mu (shared is enough).
-Status Client::ReadThroughCache(std::span<FileState* const> files, std::span<ThroughRead> reads, uint64_t seq) {
+// in since `seq` was read (the bytes may predate it). file_of(i): read i's
+// file. Caller holds their st.mu (shared is enough).
+template <class FileOf>
+Status Client::ReadThroughCache(FileOf&& file_of, std::span<ThroughRead> reads, uint64_t seq) {
   return cache::ReadThrough(
       fcache_.get(), reads,
       [&](std::span<cache::ThroughPiece> pieces) {
         std::vector<ReadExtent> extents;
-        for (const cache::ThroughPiece& p : pieces)
-          AppendExtents(*files[files.size() == 1 ? 0 : p.read], p.offset, p.length, p.buf, extents);
+        for (const cache::ThroughPiece& p : pieces) AppendExtents(file_of(p.read), p.offset, p.length, p.buf, extents);
         const Status s = extents.empty() ? Status::Ok() : reader_->Read(extents);
         for (cache::ThroughPiece& p : pieces) p.status = s;
       },
@@ -473,8 +473,7 @@ Status Client::ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, ch
     buf = scratch.data();
   }
   ThroughRead read{{st.ino}, offset, len, buf, tier};
-  FileState* const file = &st;
-  return ReadThroughCache(std::span(&file, 1), std::span(&read, 1), revoke_seq_.load());
+  return ReadThroughCache([&](size_t) -> FileState& { return st; }, std::span(&read, 1), revoke_seq_.load());
 }
 
 // Acts on the detector's decision after a read or a hint: read-ahead and

@@ -324,9 +324,10 @@ class Client {
                      std::vector<ReadExtent>& extents);
   // The one read loop of the client's data (cache/read_through.h): reads
   // through the fragment cache, the misses of all in one reader call,
-  // cached unless a revocation came in after `seq`. files: the file of
-  // each read, or one for all. Caller holds their st.mu.
-  Status ReadThroughCache(std::span<FileState* const> files, std::span<ThroughRead> reads, uint64_t seq);
+  // cached unless a revocation came in after `seq`. file_of(i) -> FileState&:
+  // read i's file. Caller holds their st.mu. Defined in client.cc, its only user.
+  template <class FileOf>
+  Status ReadThroughCache(FileOf&& file_of, std::span<ThroughRead> reads, uint64_t seq);
   // One range of it into the cache (and into buf unless null: prefetch).
   Status ReadThroughCache(FileState& st, uint64_t offset, uint64_t len, char* buf,
                           FragmentCache::Tier tier);
