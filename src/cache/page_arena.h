@@ -19,7 +19,9 @@
 //
 // Thread-safe (one mutex: allocations happen when a grain is inserted, on
 // the miss path, never on a hit). Where THP is unavailable the madvise
-// fails quietly and the arena runs on 4 KiB pages.
+// fails quietly and the arena runs on 4 KiB pages. The first touch of each
+// 2 MiB page zeroes it (and, with THP defrag "madvise", may compact
+// memory): a cost of filling the cache, once per 2 MiB, on the miss path.
 #pragma once
 
 #include <cstddef>
