@@ -292,7 +292,7 @@ class Client {
   // has an access plan (its bytes go to the stream tier).
   Status ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait);
   // ReadMany after its checks: attempts until the map is not stale.
-  // counted: the reads were counted already (a retry of ReadFiles').
+  // counted: the reads were counted already (a retry of JointRead's).
   Status ReadManyAttempts(OpenFile& f, std::span<ReadReq> reqs, bool planned, LockWait wait, bool counted);
   // The reads of one inode, for JointRead; file: one of its handles.
   struct FileReads {
