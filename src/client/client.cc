@@ -315,11 +315,7 @@ Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
   std::vector<FileState*> owner;  // per read-through read: its file
   std::vector<ThroughRead> through;
   const bool hold = cfg_.random_read.hold_layout_lease;
-  for (FileReads& fr : files) {
-    if (Status s = CheckVia(*fr.file, fr.reqs); !s.ok()) {
-      note(s);
-      continue;
-    }
+  for (FileReads& fr : files) {  // grouped by inode: every `via` is fr.file's inode
     bool planned = false;
     for (const ReadReq& r : fr.reqs) planned |= NotePlannedRead(*fr.file, r.offset, r.length);
     FileState& st = *fr.file->state;

@@ -299,7 +299,8 @@ class Client {
     OpenFile* file;
     std::span<ReadReq> reqs;
   };
-  // ReadFiles once its requests are grouped by inode (distinct inodes).
+  // ReadFiles once its requests are grouped by inode (distinct inodes;
+  // every request's `via` is of its group's inode).
   Status JointRead(std::span<FileReads> files, LockWait wait);
   // Whether reqs (ReadMany's) all came through open files of f's inode;
   // if not, fails every request.
