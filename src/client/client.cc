@@ -194,14 +194,14 @@ Result<std::shared_ptr<OpenFile>> Client::Open(uint64_t ino, bool writable) {
 // map is not trusted from one read to the next: every read asks the MDS for
 // its range's.
 Status Client::LockForRead(FileState& st, uint64_t offset, uint64_t len,
-                           std::shared_lock<std::shared_mutex>& rl, std::unique_lock<std::shared_mutex>& wl,
+                           std::shared_lock<ReadMostlyMutex>& rl, std::unique_lock<ReadMostlyMutex>& wl,
                            LockWait wait) {
   const bool hold = cfg_.random_read.hold_layout_lease;
   if (wait == LockWait::kNoLockWait) {  // a lapsed lease is not fresh: that read waits
     // This thread may hold st.mu shared already (its own read of this file
-    // waits for replies): a second read lock by the same thread is allowed
-    // by POSIX (std::shared_mutex is a pthread rwlock here), and a try-lock
-    // never waits for a writer queued behind the first.
+    // waits for replies): only a try-lock may take it again, and it fails
+    // rather than wait for a writer queued behind the first
+    // (common/read_mostly_mutex.h).
     rl = std::shared_lock(st.mu, std::try_to_lock);
     if (rl && hold && MapFresh(st, offset, len)) return Status::Ok();
     if (rl) rl.unlock();
@@ -311,7 +311,7 @@ Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
     size_t first;  // its requests' index in `through`
   };
   std::vector<Joined> joined;  // every file; first == SIZE_MAX: read alone afterwards
-  std::vector<std::shared_lock<std::shared_mutex>> locks;
+  std::vector<std::shared_lock<ReadMostlyMutex>> locks;
   std::vector<FileState*> owner;  // per read-through read: its file
   std::vector<ThroughRead> through;
   const bool hold = cfg_.random_read.hold_layout_lease;
@@ -356,8 +356,8 @@ Status Client::JointRead(std::span<FileReads> files, LockWait wait) {
 
 Status Client::ReadManyOnce(OpenFile& f, std::span<ReadReq> reqs, bool first, bool planned, LockWait wait) {
   FileState& st = *f.state;
-  std::shared_lock<std::shared_mutex> rl;
-  std::unique_lock<std::shared_mutex> wl;
+  std::shared_lock<ReadMostlyMutex> rl;
+  std::unique_lock<ReadMostlyMutex> wl;
   // The map for the span of all the requests (one MDS call at most).
   const auto [offset, len] = SpanOf(reqs);
   if (Status s = LockForRead(st, offset, len, rl, wl, wait); !s.ok()) {

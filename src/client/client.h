@@ -311,8 +311,8 @@ class Client {
                     ThroughRead* through);
   // Their outcome back into the requests; indexes what was read.
   void FinishReads(OpenFile& f, std::span<ReadReq> reqs, const ThroughRead* through);
-  Status LockForRead(FileState& st, uint64_t offset, uint64_t len, std::shared_lock<std::shared_mutex>& rl,
-                     std::unique_lock<std::shared_mutex>& wl, LockWait wait);
+  Status LockForRead(FileState& st, uint64_t offset, uint64_t len, std::shared_lock<ReadMostlyMutex>& rl,
+                     std::unique_lock<ReadMostlyMutex>& wl, LockWait wait);
   // Fetches the chunk map of [offset, offset + len) into st (an MDS call).
   // Caller holds st.mu exclusively.
   Status FetchMap(FileState& st, uint64_t offset, uint64_t len);

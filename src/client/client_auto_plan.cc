@@ -50,8 +50,8 @@ void Client::MaybeIndex(const std::shared_ptr<FileState>& st, uint64_t offset, c
 
 void Client::LoadIndex(FileState& st) {
   static Counter& files = GetCounter("client.auto_index_files");
-  std::shared_lock<std::shared_mutex> rl;
-  std::unique_lock<std::shared_mutex> wl;
+  std::shared_lock<ReadMostlyMutex> rl;
+  std::unique_lock<ReadMostlyMutex> wl;
   // The whole file (whatever it is, it is small: kMaxIndexFileBytes).
   if (!LockForRead(st, 0, std::max<uint64_t>(st.attr.size(), 1), rl, wl, LockWait::kMayBlock).ok()) return;
   const uint64_t size = st.attr.size();

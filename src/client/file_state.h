@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/read_mostly_mutex.h"
 #include "common/status.h"
 #include "layout/layout.h"
 #include "layout/layout_rules.h"
@@ -42,7 +43,7 @@ struct DirtyChunk {
 struct FileState {
   uint64_t ino = 0;
   // Readers share it; writers, flushes and truncates hold it exclusively.
-  std::shared_mutex mu;
+  ReadMostlyMutex mu;
   pb::Attr attr;  // attr.size() includes buffered writes
   layout::EcGeometry geo;
   std::map<uint64_t, pb::ChunkEntry> chunks;  // by chunk index; absent = hole
