@@ -4,9 +4,9 @@
 // per-lock slots (as many as CPUs, at most 64), so two cores reading one file
 // never bounce a line between them. std::shared_mutex (a pthread rwlock)
 // updates one shared word on every lock and unlock; on a cached 4 KiB read
-// of ~1 µs that bouncing cost ~10 % of the throughput (measured: native
-// cached reads on 2 threads, 1.74-1.80 M IOPS with it, 1.91-1.99 M with the
-// read lock skipped).
+// of ~1 µs that bouncing costs ~10 % of the throughput (native cached reads
+// on 2 threads, `client_bench cached-read` alternated: 1.76-1.88 M IOPS with
+// it, 1.94-2.07 M with this lock).
 //
 // Writers are rare and pay for it: one takes a mutex (writers queue there),
 // raises a flag, and waits until every slot is zero. Writer-preferring: a
