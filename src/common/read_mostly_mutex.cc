@@ -15,8 +15,13 @@ uint32_t ThreadSlotNumber() {
   return mine;
 }
 
+// One slot per CPU, at most kMaxSlots: every open file has a lock, and a
+// slot is a cache line (16 slots: 1 KiB per file). Threads beyond that share
+// slots, which costs them only the line they share.
+constexpr uint32_t kMaxSlots = 16;
+
 uint32_t SlotCount() {
-  const uint32_t cpus = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 64);
+  const uint32_t cpus = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, kMaxSlots);
   return std::bit_ceil(cpus);
 }
 }  // namespace

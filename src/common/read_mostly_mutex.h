@@ -1,7 +1,7 @@
 // A reader-writer lock for data that is read on every I/O and written
 // rarely (a file's chunk map and size, client/file_state.h). Readers touch
 // only their own cache line: each thread counts its read locks in one of
-// per-lock slots (as many as CPUs, at most 64), so two cores reading one file
+// per-lock slots (as many as CPUs, at most 16), so two cores reading one file
 // never bounce a line between them. std::shared_mutex (a pthread rwlock)
 // updates one shared word on every lock and unlock; on a cached 4 KiB read
 // of ~1 µs that bouncing costs ~10 % of the throughput (native cached reads
