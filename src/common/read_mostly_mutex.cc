@@ -20,9 +20,11 @@ uint32_t ThreadSlotNumber() {
 // slots, which costs them only the line they share.
 constexpr uint32_t kMaxSlots = 16;
 
+// Asked once: hardware_concurrency() reads sysfs, and files are opened often.
 uint32_t SlotCount() {
-  const uint32_t cpus = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, kMaxSlots);
-  return std::bit_ceil(cpus);
+  static const uint32_t count =
+      std::bit_ceil(std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, kMaxSlots));
+  return count;
 }
 }  // namespace
 
