@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-
 namespace rustfs::cache {
 
 Result<std::unique_ptr<FragmentCache>> FragmentCache::Create(const Config::FragmentCache& cfg,
